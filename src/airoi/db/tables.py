@@ -1,0 +1,354 @@
+"""Every table of the store, in SQLAlchemy Core.
+
+Ids are chosen by the bundle (the id the account's own system knows a record by),
+so primary keys are plain integers without autoincrement. Every served table
+carries `account_id` (denormalised onto entries) so that one index on
+(account_id, updated_at, id) serves the keyset order of SPEC 4.A.1.
+
+Datetimes are stored as naive UTC, truncated to the millisecond on write
+(SEMANTICS R3), so what is served is exactly what is stored.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+# SQLite makes an INTEGER PRIMARY KEY the rowid; BIGINT elsewhere.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+Cents = BigInteger
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _id() -> Column[int]:
+    return Column("id", Id, primary_key=True, autoincrement=False)
+
+
+def _account() -> Column[int]:
+    return Column("account_id", Id, ForeignKey("accounts.id"), nullable=False)
+
+
+def _stamps() -> list[Column[object]]:
+    return [
+        Column("created_at", DateTime(), nullable=False),
+        Column("updated_at", DateTime(), nullable=False),
+    ]
+
+
+def _source() -> list[Column[object]]:
+    return [
+        Column("source_type", String(100)),
+        Column("source_ref", String(500)),
+        Column("source_connection_id", Id),
+    ]
+
+
+def _keyset_index(table: str) -> Index:
+    return Index(f"ix_{table}_keyset", "account_id", "updated_at", "id")
+
+
+accounts = Table(
+    "accounts",
+    metadata,
+    _id(),
+    Column("name", String(300), nullable=False),
+    Column("currency", String(3), nullable=False, server_default="USD"),
+    Column("api_access", Boolean, nullable=False, server_default="1"),
+    Column("fiscal_year_start_month", Integer, nullable=False, server_default="1"),
+    Column("approval_threshold_cents", Cents),
+    Column("internal", Boolean, nullable=False, server_default="0"),
+    *_stamps(),
+)
+
+users = Table(
+    "users",
+    metadata,
+    _id(),
+    _account(),
+    Column("name", String(300), nullable=False),
+    Column("email", String(320)),
+    Column("role", String(20), nullable=False),
+    Column("removed_at", DateTime()),
+    *_stamps(),
+    Index("ix_users_account_id", "account_id"),
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("prefix", String(40), nullable=False),
+    Column("user_id", Id, ForeignKey("users.id"), nullable=False),
+    Column("expires_at", DateTime()),
+    Column("revoked_at", DateTime()),
+    Column("created_at", DateTime(), nullable=False),
+    Index("ix_tokens_prefix", "prefix"),
+    Index("ix_tokens_user_id", "user_id"),
+)
+
+fx_rates = Table(
+    "fx_rates",
+    metadata,
+    Column("account_id", Id, ForeignKey("accounts.id"), primary_key=True),
+    Column("currency", String(3), primary_key=True),
+    Column("effective_from", Date, primary_key=True),
+    # A decimal string (units of account currency per unit), kept exact.
+    Column("rate", String(40), nullable=False),
+)
+
+vendors = Table(
+    "vendors",
+    metadata,
+    _id(),
+    _account(),
+    Column("name", String(300), nullable=False),
+    Column("merged_into_id", Id),
+    *_stamps(),
+    Index("ix_vendors_account_id", "account_id"),
+)
+
+initiatives = Table(
+    "initiatives",
+    metadata,
+    _id(),
+    _account(),
+    Column("title", String(500), nullable=False),
+    Column("description", Text),
+    Column("hypothesis", Text),
+    Column("stage", String(20), nullable=False),
+    Column("is_sample", Boolean, nullable=False, server_default="0"),
+    Column("category", String(200)),
+    Column("priority", Integer),
+    Column("source", String(200)),
+    Column("business_unit", String(200)),
+    Column("department", String(200)),
+    Column("gl_dimension_value", String(200)),
+    Column("owner_id", Id, ForeignKey("users.id")),
+    Column("confidence_score", Float),
+    Column("roi_time_horizon_years", Integer),
+    Column("currency", String(3)),
+    Column("expected_capex_cents", Cents),
+    Column("expected_opex_cents", Cents),
+    Column("expected_cost_savings_cents", Cents),
+    Column("expected_revenue_uplift_cents", Cents),
+    Column("started_at", DateTime()),
+    Column("went_live_at", DateTime()),
+    Column("approved_at", DateTime()),
+    Column("closed_at", DateTime()),
+    Column("submitted_for_review_at", DateTime()),
+    *_stamps(),
+    _keyset_index("initiatives"),
+)
+
+initiative_notes = Table(
+    "initiative_notes",
+    metadata,
+    _id(),
+    _account(),
+    Column("initiative_id", Id, ForeignKey("initiatives.id"), nullable=False),
+    Column("author_id", Id, ForeignKey("users.id")),
+    Column("body", Text, nullable=False),
+    *_stamps(),
+    Index("ix_initiative_notes_initiative", "initiative_id", "created_at"),
+)
+
+cost_entries = Table(
+    "cost_entries",
+    metadata,
+    _id(),
+    _account(),
+    Column("initiative_id", Id, ForeignKey("initiatives.id"), nullable=False),
+    Column("amount_cents", Cents),
+    Column("currency", String(3)),
+    Column("cost_type", String(100)),
+    Column("cost_category", String(10), nullable=False),
+    Column("period_start", Date),
+    Column("period_end", Date),
+    Column("vendor_id", Id, ForeignKey("vendors.id")),
+    Column("vendor_name", String(300)),
+    Column("description", Text),
+    Column("notes", Text),
+    Column("is_estimated", Boolean, nullable=False, server_default="0"),
+    Column("locked", Boolean, nullable=False, server_default="0"),
+    *_source(),
+    *_stamps(),
+    _keyset_index("cost_entries"),
+    Index("ix_cost_entries_initiative", "initiative_id", "updated_at", "id"),
+    Index("ix_cost_entries_period", "account_id", "period_start"),
+    Index("ix_cost_entries_vendor", "vendor_id"),
+)
+
+value_entries = Table(
+    "value_entries",
+    metadata,
+    _id(),
+    _account(),
+    Column("initiative_id", Id, ForeignKey("initiatives.id"), nullable=False),
+    Column("amount_cents", Cents),
+    Column("currency", String(3)),
+    Column("status", String(20), nullable=False),
+    Column("entry_type", String(100)),
+    Column("period_start", Date),
+    Column("period_end", Date),
+    Column("is_estimated", Boolean, nullable=False, server_default="0"),
+    Column("confidence_score", Float),
+    Column("quality_score", Float),
+    Column("notes", Text),
+    Column("provenance", String(200)),
+    Column("calculation_version", Integer),
+    Column("formula_id", Id),
+    *_source(),
+    Column("approved_at", DateTime()),
+    *_stamps(),
+    _keyset_index("value_entries"),
+    Index("ix_value_entries_initiative", "initiative_id", "updated_at", "id"),
+    Index("ix_value_entries_period", "account_id", "period_start"),
+    Index("ix_value_entries_status", "account_id", "status", "updated_at", "id"),
+)
+
+metrics = Table(
+    "metrics",
+    metadata,
+    _id(),
+    _account(),
+    Column("metric_key", String(200), nullable=False),
+    Column("name", String(300), nullable=False),
+    Column("description", Text),
+    Column("metric_type", String(50)),
+    Column("unit", String(50)),
+    Column("currency_metric", Boolean, nullable=False, server_default="0"),
+    Column("active", Boolean, nullable=False, server_default="1"),
+    *_stamps(),
+    _keyset_index("metrics"),
+)
+
+observations = Table(
+    "observations",
+    metadata,
+    _id(),
+    _account(),
+    Column("metric_id", Id),
+    Column("metric_key", String(200)),
+    Column("initiative_id", Id, ForeignKey("initiatives.id")),
+    Column("value", Float),
+    Column("role", String(20)),
+    Column("baseline_method", String(200)),
+    Column("observed_at", DateTime()),
+    Column("period_start", Date),
+    Column("period_end", Date),
+    Column("is_estimated", Boolean, nullable=False, server_default="0"),
+    Column("sample_size", Integer),
+    Column("quality_score", Float),
+    *_source(),
+    *_stamps(),
+    _keyset_index("observations"),
+    Index("ix_observations_initiative", "initiative_id", "updated_at", "id"),
+    Index("ix_observations_metric_key", "account_id", "metric_key", "updated_at", "id"),
+)
+
+budget_versions = Table(
+    "budget_versions",
+    metadata,
+    _id(),
+    _account(),
+    Column("initiative_id", Id, ForeignKey("initiatives.id"), nullable=False),
+    Column("effective_from", Date, nullable=False),
+    Column("ends_on", Date),
+    Column("capex_cents", Cents, nullable=False, server_default="0"),
+    Column("opex_cents", Cents, nullable=False, server_default="0"),
+    Column("opex_cadence", String(20), nullable=False, server_default="monthly"),
+    Column("source", String(20), nullable=False, server_default="manual"),
+    Column("reason", Text),
+    Column("set_by_id", Id, ForeignKey("users.id")),
+    Column("status", String(20), nullable=False),
+    Column("approved_at", DateTime()),
+    *_stamps(),
+    Index("ix_budget_versions_initiative", "initiative_id"),
+)
+
+decisions = Table(
+    "decisions",
+    metadata,
+    _id(),
+    _account(),
+    # No foreign key: a decision outlives its initiative (initiative_id becomes null).
+    Column("initiative_id", Id),
+    Column("subject_title", String(500), nullable=False),
+    Column("outcome", String(20), nullable=False),
+    Column("rationale", Text, nullable=False),
+    Column("stage_before", String(20), nullable=False),
+    Column("stage_after", String(20), nullable=False),
+    Column("decided_at", DateTime()),
+    Column("decided_by_id", Id, ForeignKey("users.id")),
+    Column("next_review_on", Date),
+    Column("currency", String(3)),
+    Column("approved_value_cents", Cents),
+    Column("cost_to_date_cents", Cents),
+    Column("net_cents", Cents),
+    Column("planned_value_cents", Cents),
+    Column("planned_value_to_date_cents", Cents),
+    Column("roi", Float),
+    *_stamps(),
+    _keyset_index("decisions"),
+    Index("ix_decisions_initiative", "initiative_id", "updated_at", "id"),
+)
+
+integrations = Table(
+    "integrations",
+    metadata,
+    _id(),
+    _account(),
+    Column("platform", String(100), nullable=False),
+    Column("name", String(300)),
+    Column("description", Text),
+    Column("status", String(20), nullable=False),
+    Column("auth_type", String(30)),
+    Column("last_sync_status", String(100)),
+    Column("last_synced_at", DateTime()),
+    Column("reauth_required_at", DateTime()),
+    Column("external_account_id", String(300)),
+    Column("external_account_name", String(300)),
+    Column("primary_source_categories", JSON, nullable=False),
+    Column("metric_categories", JSON, nullable=False),
+    Column("simulated", Boolean, nullable=False, server_default="0"),
+    Column("connected_by_id", Id, ForeignKey("users.id")),
+    # Stored, never served (SEMANTICS R15).
+    Column("credentials", JSON),
+    Column("settings", JSON),
+    Column("last_error", Text),
+    *_stamps(),
+    _keyset_index("integrations"),
+)
+
+assessments = Table(
+    "assessments",
+    metadata,
+    _id(),
+    _account(),
+    Column("title", String(500), nullable=False),
+    Column("status", String(20), nullable=False),
+    *_stamps(),
+    Index("ix_assessments_account_id", "account_id"),
+)

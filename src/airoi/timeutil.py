@@ -1,0 +1,54 @@
+"""Datetimes and dates as SEMANTICS R3 wants them: UTC, millisecond precision, `Z`."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+
+# RFC 3339-style date-time: a date, `T` or space, a time with optional fraction,
+# then `Z`, an offset, or nothing (UTC). A bare number or a date alone is refused.
+_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?"
+)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def truncate_ms(value: datetime) -> datetime:
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
+def utc_now() -> datetime:
+    """Now as naive UTC, truncated to the millisecond (what the store keeps)."""
+    return truncate_ms(datetime.now(UTC).replace(tzinfo=None))
+
+
+def parse_datetime(text: str) -> datetime:
+    """Parse an incoming ISO 8601 date-time strictly; return naive UTC.
+
+    Raises ValueError for anything else (a bare number, a date alone, words).
+    """
+    if not isinstance(text, str) or not _DATETIME.fullmatch(text.strip()):
+        raise ValueError("not an ISO 8601 date-time")
+    cleaned = text.strip()
+    if cleaned[-1] in "zZ":
+        cleaned = cleaned[:-1] + "+00:00"
+    fraction = re.search(r"\.(\d+)", cleaned)
+    if fraction and len(fraction.group(1)) > 6:  # fromisoformat takes at most microseconds
+        cleaned = cleaned.replace(fraction.group(0), "." + fraction.group(1)[:6], 1)
+    parsed = datetime.fromisoformat(cleaned)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed
+
+
+def parse_date(text: str) -> date:
+    if not isinstance(text, str) or not _DATE.fullmatch(text):
+        raise ValueError("not an ISO 8601 date (YYYY-MM-DD)")
+    return date.fromisoformat(text)
+
+
+def format_datetime(value: datetime) -> str:
+    """Serve a stored (naive UTC) datetime as `2026-03-01T09:30:00.125Z`."""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
