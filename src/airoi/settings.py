@@ -16,7 +16,9 @@ def _today_from_env(value: str | None) -> date | None:
     try:
         return date.fromisoformat(value)
     except ValueError as exc:
-        raise ValueError(f"AIROI_TODAY must be an ISO date such as 2026-03-31, not {value!r}") from exc
+        raise ValueError(
+            f"AIROI_TODAY must be an ISO date such as 2026-03-31, not {value!r}"
+        ) from exc
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-TOKEN_PREFIX = "airoi_"
+TOKEN_PREFIX = "airoi_"  # noqa: S105 - a visible marker, not a secret
 PREFIX_LENGTH = 14  # "airoi_" and the first 8 characters of the secret: shown, never enough to use
 
 

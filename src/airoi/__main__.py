@@ -1,0 +1,3 @@
+from airoi.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""The HTTP API, version 1: one module per served resource."""

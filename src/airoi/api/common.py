@@ -1,0 +1,169 @@
+"""What every endpoint module shares: shared Structs, parameter types, responses, filters."""
+
+from collections.abc import Iterator
+from datetime import date, datetime
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request
+from litestar.datastructures import State
+from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import OpenAPIFormat
+from litestar.params import KwargDefinition, Parameter
+from sqlalchemy import Connection, Select, Table, exists, select
+
+from airoi.auth import Principal
+from airoi.db.tables import initiatives
+from airoi.errors import ErrorBody, bad_parameter, not_found
+from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT, parse_updated_since
+from airoi.timeutil import format_datetime
+
+MAX_ID = 2**63 - 1
+
+DateTimeText = Annotated[
+    str, KwargDefinition(format=OpenAPIFormat.DATE_TIME, description="UTC, millisecond precision")
+]
+
+
+class Person(msgspec.Struct):
+    """A person, by name only (never an e-mail address)."""
+
+    id: int
+    name: str
+
+
+class Source(msgspec.Struct):
+    """Where a record came from: typed in, imported or brought in by a connection."""
+
+    type: str | None
+    ref: str | None
+    connection_id: int | None
+
+
+def text_datetime(value: datetime | None) -> str | None:
+    return None if value is None else format_datetime(value)
+
+
+def person(person_id: int | None, name: str | None) -> Person | None:
+    return None if person_id is None else Person(id=person_id, name=name or "")
+
+
+def source_of(row: Any) -> Source:
+    return Source(type=row.source_type, ref=row.source_ref, connection_id=row.source_connection_id)
+
+
+# Query parameters shared by the list endpoints (SPEC 4.A.1).
+Limit = Annotated[
+    int,
+    Parameter(
+        ge=1,
+        le=MAX_LIMIT,
+        description=f"Rows per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
+    ),
+]
+Cursor = Annotated[
+    str | None,
+    Parameter(
+        description="The next_cursor of the previous page, passed back unchanged. Opaque.",
+        max_length=200,
+    ),
+]
+UpdatedSince = Annotated[
+    str | None,
+    Parameter(
+        description=(
+            "Only rows changed at or after this moment (inclusive): an ISO 8601 date-time "
+            "with Z, an offset, or none (then UTC)."
+        ),
+        schema_extra={"format": "date-time"},
+    ),
+]
+InitiativeFilter = Annotated[
+    int | None,
+    Parameter(ge=1, le=MAX_ID, description="Only rows of this initiative of the account."),
+]
+PeriodFrom = Annotated[
+    date | None,
+    Parameter(description="Only entries whose period begins on or after this date."),
+]
+PeriodTo = Annotated[
+    date | None,
+    Parameter(description="Only entries whose period begins on or before this date."),
+]
+IncludeSample = Annotated[
+    bool,
+    Parameter(description="Include sample (demo) initiatives. Default false."),
+]
+
+
+def _error(description: str) -> ResponseSpec:
+    return ResponseSpec(ErrorBody, description=description, generate_examples=False)
+
+
+ERROR_RESPONSES = {
+    400: _error("A parameter is not one the endpoint accepts."),
+    401: _error(
+        "The token is missing, unknown or expired, or its holder can no longer open the account."
+    ),
+    403: _error("The token is good but the account's plan does not include API access."),
+    404: _error("No such record in this account."),
+    429: _error("Too many requests."),
+}
+
+
+# Handlers name these two dependencies; the app provides them.
+PrincipalDep = NamedDependency[Principal]
+DbDep = NamedDependency[Connection]
+
+
+def provide_principal(request: Request[Principal, Any, State]) -> Principal:
+    return request.user
+
+
+def provide_db(state: State) -> Iterator[Connection]:
+    with state.engine.connect() as conn:
+        yield conn
+
+
+def require_initiative(db: Connection, principal: Principal, initiative_id: int) -> None:
+    """SEMANTICS R31: a filter naming an initiative the account cannot see answers 404."""
+    visible = db.execute(
+        select(
+            exists().where(
+                initiatives.c.id == initiative_id,
+                initiatives.c.account_id == principal.account_id,
+            )
+        )
+    ).scalar()
+    if not visible:
+        raise not_found("initiative")
+
+
+def account_rows(
+    db: Connection,
+    principal: Principal,
+    query: Select[Any],
+    table: Table,
+    *,
+    updated_since: str | None = None,
+    initiative_id: int | None = None,
+    period_from: date | None = None,
+    period_to: date | None = None,
+) -> Select[Any]:
+    """Narrow `query` to the account and apply the common filters of SPEC 4.A.1."""
+    since = parse_updated_since(updated_since)
+    query = query.where(table.c.account_id == principal.account_id)
+    if since is not None:
+        query = query.where(table.c.updated_at >= since)
+    if initiative_id is not None:
+        require_initiative(db, principal, initiative_id)
+        query = query.where(table.c.initiative_id == initiative_id)
+    if period_from is not None and period_to is not None and period_from > period_to:
+        raise bad_parameter("period_from must be on or before period_to.")
+    # SEMANTICS R11: a row is matched on where its period begins; a null start never matches.
+    if period_from is not None:
+        query = query.where(table.c.period_start >= period_from)
+    if period_to is not None:
+        query = query.where(table.c.period_start <= period_to)
+    return query

@@ -1,0 +1,183 @@
+"""GET /initiatives and GET /initiatives/{id} (SPEC 2.2, 4.A.4, 4.A.5)."""
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from litestar import get
+from litestar.params import Parameter
+from sqlalchemy import Select, select
+
+from airoi.api.common import (
+    ERROR_RESPONSES,
+    MAX_ID,
+    Cursor,
+    DateTimeText,
+    DbDep,
+    IncludeSample,
+    Limit,
+    Person,
+    PrincipalDep,
+    UpdatedSince,
+    account_rows,
+    person,
+    text_datetime,
+)
+from airoi.db.tables import initiatives, users
+from airoi.errors import bad_parameter, not_found
+from airoi.listing import PageInfo, fetch_page
+
+Stage = Literal[
+    "identified",
+    "reviewing",
+    "implementing",
+    "live",
+    "paused",
+    "completed",
+    "rejected",
+    "dismissed",
+]
+
+
+class Initiative(msgspec.Struct):
+    id: int
+    title: str
+    description: str | None
+    hypothesis: str | None
+    stage: Stage
+    is_sample: bool
+    category: str | None
+    priority: int | None
+    source: str | None
+    business_unit: str | None
+    department: str | None
+    gl_dimension_value: str | None
+    owner: Person | None
+    confidence_score: float | None
+    roi_time_horizon_years: int | None
+    currency: str | None
+    expected_capex_cents: int | None
+    expected_opex_cents: int | None
+    expected_cost_savings_cents: int | None
+    expected_revenue_uplift_cents: int | None
+    started_at: DateTimeText | None
+    went_live_at: DateTimeText | None
+    approved_at: DateTimeText | None
+    closed_at: DateTimeText | None
+    submitted_for_review_at: DateTimeText | None
+    created_at: DateTimeText
+    updated_at: DateTimeText
+
+
+class InitiativeList(msgspec.Struct):
+    data: list[Initiative]
+    page: PageInfo
+
+
+owner = users.alias("owner")
+
+_columns = [c for c in initiatives.c if c.name not in ("account_id",)]
+
+
+def initiative_query() -> Select[Any]:
+    return select(*_columns, owner.c.name.label("owner_name")).outerjoin(
+        owner, owner.c.id == initiatives.c.owner_id
+    )
+
+
+def build_initiative(row: Any) -> Initiative:
+    return Initiative(
+        id=row.id,
+        title=row.title,
+        description=row.description,
+        hypothesis=row.hypothesis,
+        stage=row.stage,
+        is_sample=row.is_sample,
+        category=row.category,
+        priority=row.priority,
+        source=row.source,
+        business_unit=row.business_unit,
+        department=row.department,
+        gl_dimension_value=row.gl_dimension_value,
+        owner=person(row.owner_id, row.owner_name),
+        confidence_score=row.confidence_score,
+        roi_time_horizon_years=row.roi_time_horizon_years,
+        currency=row.currency,
+        expected_capex_cents=row.expected_capex_cents,
+        expected_opex_cents=row.expected_opex_cents,
+        expected_cost_savings_cents=row.expected_cost_savings_cents,
+        expected_revenue_uplift_cents=row.expected_revenue_uplift_cents,
+        started_at=text_datetime(row.started_at),
+        went_live_at=text_datetime(row.went_live_at),
+        approved_at=text_datetime(row.approved_at),
+        closed_at=text_datetime(row.closed_at),
+        submitted_for_review_at=text_datetime(row.submitted_for_review_at),
+        created_at=text_datetime(row.created_at) or "",
+        updated_at=text_datetime(row.updated_at) or "",
+    )
+
+
+@get(
+    "/initiatives",
+    operation_id="listInitiatives",
+    summary="List initiatives",
+    description=(
+        "The account's AI initiatives, oldest change first, one page at a time. "
+        "Sample (demo) initiatives are left out unless include_sample is true."
+    ),
+    responses=ERROR_RESPONSES,
+    sync_to_thread=False,
+)
+def list_initiatives(
+    principal: PrincipalDep,
+    db: DbDep,
+    limit: Limit = 100,
+    cursor: Cursor = None,
+    updated_since: UpdatedSince = None,
+    include_sample: IncludeSample = False,
+) -> InitiativeList:
+    query = account_rows(
+        db, principal, initiative_query(), initiatives, updated_since=updated_since
+    )
+    if not include_sample:
+        query = query.where(initiatives.c.is_sample.is_(False))
+    page = fetch_page(
+        db,
+        "initiatives",
+        query,
+        initiatives,
+        cursor=cursor,
+        limit=limit,
+        build=build_initiative,
+    )
+    return InitiativeList(data=list(page.rows), page=page.info)
+
+
+def parse_id(value: str) -> int:
+    """Path ids are routed as text so that `/initiatives/abc` is a 400, not a missing route."""
+    if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= MAX_ID:
+        raise bad_parameter(f"The id must be a whole number from 1 to {MAX_ID}.")
+    return int(value)
+
+
+@get(
+    "/initiatives/{id:str}",
+    operation_id="getInitiative",
+    summary="Get one initiative",
+    description="One initiative of the account. An id of another account answers 404, not 403.",
+    responses=ERROR_RESPONSES,
+    sync_to_thread=False,
+)
+def get_initiative(
+    principal: PrincipalDep,
+    db: DbDep,
+    id: Annotated[str, Parameter(description="The initiative's id.")],
+) -> Initiative:
+    row = db.execute(
+        initiative_query().where(
+            initiatives.c.id == parse_id(id),
+            initiatives.c.account_id == principal.account_id,
+        )
+    ).first()
+    if row is None:
+        raise not_found("initiative")
+    return build_initiative(row)

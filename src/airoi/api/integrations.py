@@ -1,0 +1,125 @@
+"""GET /integrations (SPEC 2.9, 4.A.12). Credentials, settings and error prose are never read."""
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from litestar import get
+from litestar.params import Parameter
+from sqlalchemy import select
+
+from airoi.api.common import (
+    ERROR_RESPONSES,
+    Cursor,
+    DateTimeText,
+    DbDep,
+    Limit,
+    Person,
+    PrincipalDep,
+    UpdatedSince,
+    account_rows,
+    person,
+    text_datetime,
+)
+from airoi.db.tables import integrations, users
+from airoi.listing import PageInfo, fetch_page
+
+IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
+AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
+
+
+class Integration(msgspec.Struct):
+    id: int
+    platform: str
+    name: str | None
+    description: str | None
+    status: IntegrationStatus
+    auth_type: AuthType | None
+    last_sync_status: str | None
+    last_synced_at: DateTimeText | None
+    reauth_required_at: DateTimeText | None
+    external_account_id: str | None
+    external_account_name: str | None
+    primary_source_categories: list[str]
+    metric_categories: list[str]
+    simulated: bool
+    connected_by: Person | None
+    created_at: DateTimeText
+    updated_at: DateTimeText
+
+
+class IntegrationList(msgspec.Struct):
+    data: list[Integration]
+    page: PageInfo
+
+
+connector = users.alias("connector")
+
+# SEMANTICS R15: the secret columns (credentials, settings, last_error) are never selected.
+SERVED_COLUMNS = [
+    c for c in integrations.c if c.name not in ("credentials", "settings", "last_error")
+]
+
+
+def integration_query() -> Any:
+    return select(*SERVED_COLUMNS, connector.c.name.label("connected_by_name")).outerjoin(
+        connector, connector.c.id == integrations.c.connected_by_id
+    )
+
+
+def build_integration(row: Any) -> Integration:
+    return Integration(
+        id=row.id,
+        platform=row.platform,
+        name=row.name,
+        description=row.description,
+        status=row.status,
+        auth_type=row.auth_type,
+        last_sync_status=row.last_sync_status,
+        last_synced_at=text_datetime(row.last_synced_at),
+        reauth_required_at=text_datetime(row.reauth_required_at),
+        external_account_id=row.external_account_id,
+        external_account_name=row.external_account_name,
+        primary_source_categories=list(row.primary_source_categories or []),
+        metric_categories=list(row.metric_categories or []),
+        simulated=row.simulated,
+        connected_by=person(row.connected_by_id, row.connected_by_name),
+        created_at=text_datetime(row.created_at) or "",
+        updated_at=text_datetime(row.updated_at) or "",
+    )
+
+
+@get(
+    "/integrations",
+    operation_id="listIntegrations",
+    summary="List connections",
+    description=(
+        "The account's connections to other platforms, with status and last sync. "
+        "Credentials, stored settings and error prose are never served."
+    ),
+    responses=ERROR_RESPONSES,
+    sync_to_thread=False,
+)
+def list_integrations(
+    principal: PrincipalDep,
+    db: DbDep,
+    limit: Limit = 100,
+    cursor: Cursor = None,
+    updated_since: UpdatedSince = None,
+    platform: Annotated[
+        str | None, Parameter(description="Only connections to this platform.", max_length=100)
+    ] = None,
+    status: Annotated[
+        IntegrationStatus | None, Parameter(description="Only connections with this status.")
+    ] = None,
+) -> IntegrationList:
+    query = account_rows(
+        db, principal, integration_query(), integrations, updated_since=updated_since
+    )
+    if platform is not None:
+        query = query.where(integrations.c.platform == platform)
+    if status is not None:
+        query = query.where(integrations.c.status == status)
+    page = fetch_page(
+        db, "integrations", query, integrations, cursor=cursor, limit=limit, build=build_integration
+    )
+    return IntegrationList(data=list(page.rows), page=page.info)

@@ -1,0 +1,74 @@
+"""GET /metrics (SPEC 2.5, 4.A.8)."""
+
+from typing import Any
+
+import msgspec
+from litestar import get
+from sqlalchemy import select
+
+from airoi.api.common import (
+    ERROR_RESPONSES,
+    Cursor,
+    DateTimeText,
+    DbDep,
+    Limit,
+    PrincipalDep,
+    UpdatedSince,
+    account_rows,
+    text_datetime,
+)
+from airoi.db.tables import metrics
+from airoi.listing import PageInfo, fetch_page
+
+
+class Metric(msgspec.Struct):
+    id: int
+    metric_key: str
+    name: str
+    description: str | None
+    metric_type: str | None
+    unit: str | None
+    currency_metric: bool
+    active: bool
+    created_at: DateTimeText
+    updated_at: DateTimeText
+
+
+class MetricList(msgspec.Struct):
+    data: list[Metric]
+    page: PageInfo
+
+
+def build_metric(row: Any) -> Metric:
+    return Metric(
+        id=row.id,
+        metric_key=row.metric_key,
+        name=row.name,
+        description=row.description,
+        metric_type=row.metric_type,
+        unit=row.unit,
+        currency_metric=row.currency_metric,
+        active=row.active,
+        created_at=text_datetime(row.created_at) or "",
+        updated_at=text_datetime(row.updated_at) or "",
+    )
+
+
+@get(
+    "/metrics",
+    operation_id="listMetrics",
+    summary="List metric definitions",
+    description="The account's metric definitions, keyed by the registry's canonical metric_key.",
+    responses=ERROR_RESPONSES,
+    sync_to_thread=False,
+)
+def list_metrics(
+    principal: PrincipalDep,
+    db: DbDep,
+    limit: Limit = 100,
+    cursor: Cursor = None,
+    updated_since: UpdatedSince = None,
+) -> MetricList:
+    query = account_rows(db, principal, select(metrics), metrics, updated_since=updated_since)
+    page = fetch_page(db, "metrics", query, metrics, cursor=cursor, limit=limit, build=build_metric)
+    return MetricList(data=list(page.rows), page=page.info)

@@ -1,0 +1,242 @@
+"""create_app(settings): the HTTP API at /api/v1, its error handling, auth and strict parameters.
+
+The order of checks is SEMANTICS R30: routing (404, 405) first, then the token
+(401 before 403, in the authentication middleware), then parameters (400), then
+existence (404).
+"""
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+from litestar import Litestar, Request, Response, Router, get
+from litestar.connection import ASGIConnection
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.handlers import HTTPRouteHandler
+from litestar.middleware import (
+    AbstractAuthenticationMiddleware,
+    AuthenticationResult,
+    DefineMiddleware,
+)
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.params import ParameterKwarg
+from sqlalchemy import Engine
+
+from airoi import __version__
+from airoi.api import (
+    cost_entries,
+    decisions,
+    initiatives,
+    integrations,
+    metrics,
+    observations,
+    value_entries,
+)
+from airoi.api.common import provide_db, provide_principal
+from airoi.auth import authenticate
+from airoi.db.engine import make_engine
+from airoi.errors import ApiError, ErrorBody, ErrorDetail
+from airoi.settings import Settings
+
+API_PREFIX = "/api/v1"
+OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
+PUBLIC_OPT = "public"
+QUERY_NAMES_OPT = "declared_query_names"
+
+ROUTE_HANDLERS: list[HTTPRouteHandler] = [
+    initiatives.list_initiatives,
+    initiatives.get_initiative,
+    cost_entries.list_cost_entries,
+    value_entries.list_value_entries,
+    metrics.list_metrics,
+    observations.list_observations,
+    decisions.list_decisions,
+    integrations.list_integrations,
+]
+
+
+class TokenAuthentication(AbstractAuthenticationMiddleware):
+    """Resolves the bearer token before any handler or parameter parsing runs."""
+
+    async def authenticate_request(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
+        engine: Engine = connection.app.state.engine
+        with engine.connect() as conn:
+            principal = authenticate(conn, connection.headers.get("authorization"))
+        return AuthenticationResult(user=principal, auth=None)
+
+
+def error_response(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> Response[ErrorBody]:
+    return Response(
+        ErrorBody(error=ErrorDetail(status=status, message=message)),
+        status_code=status,
+        headers=headers,
+        media_type="application/json",
+    )
+
+
+def _validation_message(exc: ValidationException) -> str:
+    problems = exc.extra if isinstance(exc.extra, list) else []
+    for problem in problems:
+        if isinstance(problem, dict) and problem.get("key"):
+            detail = str(problem.get("message") or "is not valid").rstrip(".")
+            return f"The {problem['key']} parameter is not valid: {detail}."
+    return "A parameter is not one this endpoint accepts."
+
+
+_STATUS_MESSAGES = {
+    404: "No such route.",
+    405: "Only GET is served here.",
+}
+
+
+def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    if isinstance(exc, ApiError):
+        return error_response(exc.status, exc.message, exc.headers)
+    if isinstance(exc, ValidationException):
+        return error_response(400, _validation_message(exc))
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
+        headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() != "allow"}
+        if status == 405:
+            headers["Allow"] = "GET"
+        message = _STATUS_MESSAGES.get(status) or (exc.detail if status < 500 else "")
+        return error_response(status, message or "The request could not be served.", headers)
+    request.logger.exception("unhandled error on %s", request.url.path)
+    return error_response(500, "The service failed to answer; the error has been logged.")
+
+
+def declared_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
+    """The query names a handler declares, read from its signature (built once, at startup)."""
+    path_names = set(handler.paths and {p for path in handler.paths for p in _path_params(path)})
+    names = set()
+    for name, param in handler.parsed_fn_signature.parameters.items():
+        if name in path_names or name in {"principal", "db", "request", "state"}:
+            continue
+        kwarg = param.kwarg_definition
+        names.add(kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name)
+    return frozenset(names)
+
+
+def _path_params(path: str) -> Iterable[str]:
+    for part in path.split("/"):
+        if part.startswith("{") and part.endswith("}"):
+            yield part[1:-1].split(":")[0]
+
+
+def strict_parameters(request: Request[Any, Any, Any]) -> None:
+    """SEMANTICS R12: a query name the endpoint does not declare is refused, as is a repeat."""
+    handler = request.route_handler
+    allowed = handler.opt.get(QUERY_NAMES_OPT)
+    if allowed is None:  # read from the signature once per registered handler
+        allowed = handler.opt[QUERY_NAMES_OPT] = declared_query_names(handler)
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise ApiError(
+                400, f"Unknown query parameter {name!r}; this endpoint accepts: {known}."
+            )
+        if name in seen:
+            raise ApiError(400, f"The {name} parameter is given more than once.")
+        seen.add(name)
+
+
+@get(
+    OPENAPI_PATH,
+    operation_id="getOpenApiDescription",
+    summary="The OpenAPI 3.1 description of this API",
+    description="Generated from the served routes and their response types. Needs no token.",
+    opt={PUBLIC_OPT: True},
+    sync_to_thread=False,
+)
+def openapi_description(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    return request.app.openapi_schema.to_schema()
+
+
+def only_get_and_head(app: Litestar) -> None:
+    """SEMANTICS R30: GET and HEAD are served; any other method on a served route is 405.
+
+    The framework answers OPTIONS by itself, so OPTIONS is passed on as a method no route
+    declares; HEAD is answered as GET without the body.
+    """
+    inner = app.asgi_handler
+
+    async def handler(scope: Any, receive: Any, send: Any) -> None:
+        method = scope.get("method")
+        if scope["type"] != "http" or method == "GET":
+            await inner(scope, receive, send)
+            return
+        if method == "HEAD":
+
+            async def send_headers_only(message: Any) -> None:
+                if message["type"] == "http.response.body":
+                    message = {**message, "body": b""}
+                await send(message)
+
+            as_get: Any = {**scope, "method": "GET"}
+            await inner(as_get, receive, send_headers_only)
+            return
+        if method == "OPTIONS":
+            scope = {**scope, "method": "TRACE"}
+        await inner(scope, receive, send)
+
+    app.asgi_handler = handler
+
+
+def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
+    engine = engine or make_engine(settings.database_url, read_only=True)
+    api = Router(
+        API_PREFIX,
+        route_handlers=ROUTE_HANDLERS,
+        security=[{"bearerAuth": []}],
+        dependencies={
+            "principal": Provide(provide_principal, sync_to_thread=False),
+            "db": Provide(provide_db),
+        },
+    )
+    openapi = OpenAPIConfig(
+        title="airoi",
+        version=__version__,
+        description=(
+            "Read-only API over an account's AI-initiative figures: ROI rollups, initiatives, "
+            "costs, approved value, metrics, budgets against spend, decisions and connections. "
+            "Amounts are integer cents with their currency beside them."
+        ),
+        components=Components(
+            security_schemes={
+                "bearerAuth": SecurityScheme(
+                    type="http",
+                    scheme="bearer",
+                    description="A personal access token issued by an account Owner or Admin.",
+                )
+            }
+        ),
+        create_examples=False,
+        # The description is served by our own handler inside /api/v1 (so it is itself
+        # described); an empty router stands in for the framework's documentation routes.
+        openapi_controller=cast(Any, Router("/_no_docs", route_handlers=[])),
+    )
+    app = Litestar(
+        route_handlers=[api, openapi_description],
+        middleware=[
+            DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),
+        ],
+        before_request=strict_parameters,
+        exception_handlers={Exception: handle_error},
+        openapi_config=openapi,
+        state=State({"engine": engine, "settings": settings}),
+        debug=False,
+    )
+    only_get_and_head(app)
+    return app
+
+
+def app_from_env() -> Litestar:
+    """The app `airoi serve` runs (a factory, so every worker builds its own)."""
+    return create_app(Settings.from_env())

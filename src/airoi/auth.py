@@ -1,0 +1,148 @@
+"""Who is asking: the bearer token of a request resolved to its Principal (SEMANTICS R29, R30).
+
+The token is looked up by its hash, so the secret itself is never compared or stored.
+401 is decided before 403, and both before any parameter is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, Engine, select, update
+
+from airoi.db.tables import accounts, tokens, users
+from airoi.errors import ApiError
+from airoi.timeutil import utc_now
+from airoi.tokens import PREFIX_LENGTH, hash_token, new_token, shown_prefix
+
+ISSUING_ROLES = frozenset({"owner", "admin"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The account a request may read, and the user whose token it carries."""
+
+    account_id: int
+    user_id: int
+    account_currency: str
+    fiscal_year_start_month: int
+
+
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(401, message, headers={"WWW-Authenticate": 'Bearer realm="airoi"'})
+
+
+def bearer_secret(authorization: str | None) -> str:
+    if not authorization:
+        raise _unauthorized("A bearer token is required: send Authorization: Bearer <token>.")
+    scheme, _, secret = authorization.strip().partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret:
+        raise _unauthorized("The Authorization header must be: Bearer <token>.")
+    return secret
+
+
+def authenticate(
+    conn: Connection, authorization: str | None, *, now: datetime | None = None
+) -> Principal:
+    secret = bearer_secret(authorization)
+    row = conn.execute(
+        select(
+            tokens.c.expires_at,
+            tokens.c.revoked_at,
+            users.c.id.label("user_id"),
+            users.c.removed_at,
+            accounts.c.id.label("account_id"),
+            accounts.c.api_access,
+            accounts.c.currency,
+            accounts.c.fiscal_year_start_month,
+        )
+        .join(users, users.c.id == tokens.c.user_id)
+        .join(accounts, accounts.c.id == users.c.account_id)
+        .where(tokens.c.token_hash == hash_token(secret))
+    ).first()
+    moment = now or utc_now()
+    if row is None or row.revoked_at is not None:
+        raise _unauthorized("The token is not valid.")
+    if row.expires_at is not None and row.expires_at <= moment:
+        raise _unauthorized("The token has expired.")
+    if row.removed_at is not None:
+        raise _unauthorized("The token's holder can no longer open the account.")
+    if not row.api_access:
+        raise ApiError(403, "This account's plan does not include API access.")
+    return Principal(
+        account_id=row.account_id,
+        user_id=row.user_id,
+        account_currency=row.currency,
+        fiscal_year_start_month=row.fiscal_year_start_month,
+    )
+
+
+class TokenRefused(Exception):
+    """The CLI cannot issue or revoke as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    secret: str
+    prefix: str
+    expires_at: datetime | None
+
+
+def issue_token(engine: Engine, user_id: int, *, expires_in_days: int | None = None) -> IssuedToken:
+    """A new token for an Owner or Admin; the secret is returned once and stored as a hash."""
+    with engine.begin() as conn:
+        user = conn.execute(
+            select(users.c.role, users.c.removed_at).where(users.c.id == user_id)
+        ).first()
+        if user is None:
+            raise TokenRefused(f"users[id={user_id}]: no such user.")
+        if user.removed_at is not None:
+            raise TokenRefused(f"users[id={user_id}]: the user has been removed from the account.")
+        if user.role not in ISSUING_ROLES:
+            raise TokenRefused(
+                f"users[id={user_id}].role: tokens are issued only to an Owner or Admin, "
+                f"not to a {user.role}."
+            )
+        if expires_in_days is not None and expires_in_days < 1:
+            raise TokenRefused("--expires-in must be a whole number of days, 1 or more.")
+        now = utc_now()
+        expires_at = now + timedelta(days=expires_in_days) if expires_in_days else None
+        secret = new_token()
+        conn.execute(
+            tokens.insert().values(
+                token_hash=hash_token(secret),
+                prefix=shown_prefix(secret),
+                user_id=user_id,
+                expires_at=expires_at,
+                revoked_at=None,
+                created_at=now,
+            )
+        )
+    return IssuedToken(secret=secret, prefix=shown_prefix(secret), expires_at=expires_at)
+
+
+def revoke_token(engine: Engine, prefix: str) -> str:
+    """Revoke the one live token whose shown prefix matches (a whole token works too)."""
+    if len(prefix) < 8:
+        raise TokenRefused("Give at least 8 characters of the token's shown prefix.")
+    with engine.begin() as conn:
+        matches = conn.execute(
+            select(tokens.c.token_hash, tokens.c.prefix).where(
+                tokens.c.prefix.startswith(prefix[:PREFIX_LENGTH], autoescape=True),
+                tokens.c.revoked_at.is_(None),
+            )
+        ).all()
+        if not matches:
+            raise TokenRefused(f"No live token has the prefix {prefix[:PREFIX_LENGTH]!r}.")
+        if len(matches) > 1:
+            raise TokenRefused(
+                f"{len(matches)} live tokens share the prefix {prefix!r}; give more of it."
+            )
+        conn.execute(
+            update(tokens)
+            .where(tokens.c.token_hash == matches[0].token_hash)
+            .values(revoked_at=utc_now())
+        )
+    return str(matches[0].prefix)

@@ -1,0 +1,239 @@
+"""The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve, openapi."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from airoi.settings import Settings
+
+app = typer.Typer(
+    help="airoi: a read-only AI-ROI reporting service. Settings come from AIROI_* variables.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+token_app = typer.Typer(help="Issue and revoke personal access tokens.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+out = Console()
+err = Console(stderr=True)
+
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        envvar="AIROI_DATABASE_URL",
+        help="Database URL (default sqlite:///airoi.db).",
+    ),
+]
+PROGRESS_MIN_BYTES = 2_000_000
+
+
+def _settings(database_url: str | None) -> Settings:
+    settings = Settings.from_env()
+    return settings.with_(database_url=database_url) if database_url else settings
+
+
+def _writer(settings: Settings):  # type: ignore[no-untyped-def]
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    return engine
+
+
+@app.command()
+def init(database_url: DatabaseUrl = None) -> None:
+    """Create or migrate the schema in the configured database."""
+    _writer(_settings(database_url))
+    out.print("Schema is up to date.")
+
+
+@app.command()
+def load(
+    file: Annotated[
+        Path, typer.Argument(help="A bundle: .json or .json.gz", exists=True, dir_okay=False)
+    ],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Validate FILE and upsert it in one transaction; print the counts of rows by outcome."""
+    from airoi.bundle import BundleError, load_bundle
+
+    engine = _writer(_settings(database_url))
+    size = file.stat().st_size
+    try:
+        if size >= PROGRESS_MIN_BYTES:
+            columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+            with Progress(*Progress.get_default_columns()[:1], *columns, console=err) as progress:
+                task = progress.add_task(f"Loading {file.name}", total=None)
+
+                def advance(done: int, total: int) -> None:
+                    progress.update(task, completed=done, total=total)
+
+                report = load_bundle(engine, file, progress=advance)
+        else:
+            report = load_bundle(engine, file)
+    except BundleError as exc:
+        for problem in exc.problems:
+            err.print(problem, markup=False, highlight=False)
+        err.print(f"Nothing was loaded: {len(exc.problems)} problem(s) in {file}.", markup=False)
+        raise typer.Exit(1) from None
+    table = Table("kind", "inserted", "updated", "unchanged", "deleted")
+    kinds = sorted(
+        set(report.inserted) | set(report.updated) | set(report.unchanged) | set(report.deleted)
+    )
+    for kind in kinds:
+        table.add_row(
+            kind,
+            *(
+                str(counts.get(kind, 0))
+                for counts in (report.inserted, report.updated, report.unchanged, report.deleted)
+            ),
+        )
+    totals = report.totals()
+    table.add_row(
+        "total", *(str(totals[k]) for k in ("inserted", "updated", "unchanged", "deleted"))
+    )
+    out.print(table)
+
+
+def _base_urls(host: str, port: int) -> tuple[str, str]:
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host  # noqa: S104
+    return f"http://{shown}:{port}/api/v1", f"http://{shown}:{port}/mcp"
+
+
+@app.command()
+def demo(
+    database_url: DatabaseUrl = None,
+    host: Annotated[
+        str, typer.Option(help="Host the printed URLs (and --serve) use.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port the printed URLs (and --serve) use.")] = 8000,
+    serve_after: Annotated[
+        bool, typer.Option("--serve", help="Serve the API right after.")
+    ] = False,
+) -> None:
+    """Create or refresh the demo account, issue a token, print the URLs and the token."""
+    from airoi.auth import issue_token
+    from airoi.bundle import load_bundle
+    from airoi.demo import DEMO_OWNER_USER_ID, build_demo_bundle, reset_demo_account
+
+    settings = _settings(database_url)
+    engine = _writer(settings)
+    reset_demo_account(engine)
+    report = load_bundle(engine, build_demo_bundle(settings.current_date()))
+    token = issue_token(engine, DEMO_OWNER_USER_ID, expires_in_days=30)
+    base_url, mcp_url = _base_urls(host, port)
+    totals = report.totals()
+    out.print(f"Demo account loaded: {totals['inserted']} rows.")
+    out.print(f"Base URL:      {base_url}", highlight=False)
+    out.print(f"Tool endpoint: {mcp_url}", highlight=False)
+    out.print(f"Token:         {token.secret}", highlight=False)
+    out.print("It is shown once and expires in 30 days. Try:", highlight=False)
+    out.print(
+        f'  curl -H "Authorization: Bearer {token.secret}" {base_url}/initiatives',
+        highlight=False,
+        soft_wrap=True,
+    )
+    if serve_after:
+        _serve(settings, host, port, workers=1)
+
+
+@token_app.command("issue")
+def token_issue(
+    user: Annotated[int, typer.Option("--user", help="Id of an Owner or Admin user.")],
+    expires_in: Annotated[
+        int | None, typer.Option("--expires-in", help="Days until it expires.")
+    ] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Print a new token for USER (an Owner or Admin); shown once, stored only as a hash."""
+    from airoi.auth import TokenRefused, issue_token
+
+    engine = _writer(_settings(database_url))
+    try:
+        token = issue_token(engine, user, expires_in_days=expires_in)
+    except TokenRefused as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(1) from None
+    out.print(token.secret, highlight=False)
+    expiry = (
+        f"expires {token.expires_at:%Y-%m-%d %H:%M} UTC" if token.expires_at else "does not expire"
+    )
+    err.print(
+        f"Prefix {token.prefix}; {expiry}. Store it now: it is not shown again.", highlight=False
+    )
+
+
+@token_app.command("revoke")
+def token_revoke(
+    prefix: Annotated[str, typer.Argument(help="The token's shown prefix (or the whole token).")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Revoke the token whose shown prefix matches PREFIX."""
+    from airoi.auth import TokenRefused, revoke_token
+
+    engine = _writer(_settings(database_url))
+    try:
+        revoked = revoke_token(engine, prefix)
+    except TokenRefused as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(1) from None
+    out.print(f"Revoked the token {revoked}…", highlight=False)
+
+
+def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
+    import uvicorn
+
+    os.environ["AIROI_DATABASE_URL"] = settings.database_url
+    uvicorn.run(
+        "airoi.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Serve the HTTP API at /api/v1 and the tool endpoint at /mcp."""
+    settings = _settings(database_url)
+    base_url, _ = _base_urls(host, port)
+    err.print(f"Serving {base_url}", highlight=False)
+    _serve(settings, host, port, workers)
+
+
+@app.command()
+def openapi() -> None:
+    """Print the OpenAPI description that `serve` would serve."""
+    from airoi.app import create_app
+
+    schema = create_app(Settings.from_env()).openapi_schema.to_schema()
+    sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+
+
+def main() -> None:
+    app()

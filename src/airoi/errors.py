@@ -1,0 +1,32 @@
+"""One error type and one error body (SPEC 7): `{"error": {"status": ..., "message": ...}}`."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class ApiError(Exception):
+    """A refusal the client should see: its HTTP status and one sentence saying what went wrong."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+class ErrorDetail(msgspec.Struct):
+    status: int
+    message: str
+
+
+class ErrorBody(msgspec.Struct):
+    error: ErrorDetail
+
+
+def bad_parameter(message: str) -> ApiError:
+    return ApiError(400, message)
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError(404, f"No {what} with that id in this account.")

@@ -1,0 +1,110 @@
+"""Databases for the tests: SQLite always, PostgreSQL when AIROI_TEST_POSTGRES_URL names one.
+
+Each test gets a migrated, empty store (`engine`, parametrised by database) that
+it fills through the real loader (see factories.py). `.ci/run` sets
+AIROI_TEST_REQUIRE_SERVICES=1, and then a missing server fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+
+from airoi.db.engine import make_engine
+from airoi.db.migrate import upgrade
+from airoi.db.tables import metadata
+
+POSTGRES_URL = os.environ.get("AIROI_TEST_POSTGRES_URL", "")
+REQUIRE_SERVICES = os.environ.get("AIROI_TEST_REQUIRE_SERVICES") == "1"
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{reason} (AIROI_TEST_REQUIRE_SERVICES=1, so this fails instead of skipping)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path: Path = tmp_path_factory.mktemp("store") / "airoi-test.db"
+    url = f"sqlite:///{path}"
+    upgrade(make_engine(url))
+    return url
+
+
+@pytest.fixture(scope="session")
+def postgresql_url() -> Iterator[str]:
+    if not POSTGRES_URL:
+        _unavailable(
+            "PostgreSQL tests need AIROI_TEST_POSTGRES_URL (for example "
+            "postgresql+psycopg://postgres@127.0.0.1:5432/test)"
+        )
+    admin = make_engine(POSTGRES_URL)
+    name = f"airoi_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        admin.dispose()
+        _unavailable(
+            f"PostgreSQL at AIROI_TEST_POSTGRES_URL is not reachable: {type(exc).__name__}"
+        )
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    upgrade(make_engine(url))
+    yield url
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+_engines: dict[str, Engine] = {}
+
+
+def _empty(engine: Engine) -> None:
+    names = [t.name for t in reversed(metadata.sorted_tables)]
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("TRUNCATE " + ", ".join(names) + " CASCADE"))
+        else:
+            for name in names:
+                conn.execute(text(f"DELETE FROM {name}"))  # noqa: S608 - fixed table names
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The URL of an empty, migrated store; every test using it runs on both databases."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    if url not in _engines:
+        _engines[url] = make_engine(url)
+    _empty(_engines[url])
+    return url
+
+
+@pytest.fixture
+def engine(db_url: str) -> Engine:
+    """A writing engine on the empty store of `db_url`."""
+    return _engines[db_url]
+
+
+@pytest.fixture
+def client(db_url: str) -> Iterator[TestClient[Litestar]]:
+    """A client of the served app, reading `db_url` through its read-only engine."""
+    from airoi.app import create_app
+    from airoi.settings import Settings
+
+    app = create_app(Settings(database_url=db_url))
+    with TestClient(app) as test_client:
+        yield test_client
+    app.state.engine.dispose()
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}

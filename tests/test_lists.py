@@ -1,0 +1,437 @@
+"""The nine read endpoints: fields, filters, keyset pages, strict parameters, isolation.
+
+SPEC 2, 4.A; SEMANTICS R3, R11-R15, R31.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+from sqlalchemy import Engine
+
+from tests.conftest import bearer
+from tests.factories import BundleBuilder
+
+Client = TestClient[Litestar]
+LISTS = [
+    "initiatives",
+    "cost_entries",
+    "value_entries",
+    "metrics",
+    "observations",
+    "decisions",
+    "integrations",
+]
+# SPEC 2.2 - 2.9, written out here from the specification (not from the code).
+FIELDS = {
+    "initiatives": """id title description hypothesis stage is_sample category priority source
+        business_unit department gl_dimension_value owner confidence_score roi_time_horizon_years
+        currency expected_capex_cents expected_opex_cents expected_cost_savings_cents
+        expected_revenue_uplift_cents started_at went_live_at approved_at closed_at
+        submitted_for_review_at created_at updated_at""",
+    "cost_entries": """id initiative_id amount_cents currency cost_type cost_category period_start
+        period_end vendor_id vendor_name description notes is_estimated locked source created_at
+        updated_at""",
+    "value_entries": """id initiative_id amount_cents currency status counts_toward_roi entry_type
+        period_start period_end is_estimated confidence_score quality_score notes provenance
+        calculation_version formula_id source approved_at created_at updated_at""",
+    "metrics": """id metric_key name description metric_type unit currency_metric active created_at
+        updated_at""",
+    "observations": """id metric_id metric_key initiative_id value role baseline_method
+        observed_at period_start period_end is_estimated sample_size quality_score source
+        created_at updated_at""",
+    "decisions": """id initiative_id subject_title outcome outcome_label rationale stage_before
+        stage_after stage_changed decided_at decided_by next_review_on currency approved_value_cents
+        cost_to_date_cents net_cents planned_value_cents planned_value_to_date_cents roi created_at
+        updated_at""",
+    "integrations": """id platform name description status auth_type last_sync_status last_synced_at
+        reauth_required_at external_account_id external_account_name primary_source_categories
+        metric_categories simulated connected_by created_at updated_at""",
+}
+DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+SECRETS = (
+    "sk-live-SECRET-123",
+    "refresh-SECRET-456",
+    "token expired for SECRET user",
+    "@example.com",
+)
+
+
+@dataclass
+class World:
+    token_a: str
+    token_b: str
+    ids_a: dict[str, set[int]]
+    ids_b: dict[str, set[int]]
+    initiative_a: int
+    initiative_b: int
+
+
+def _fill(b: BundleBuilder, account: int, name: str, ids: dict[str, set[int]]) -> int:
+    owner = b.user(
+        account, role="owner", name=f"{name} Owner", email=f"owner-{account}@example.com"
+    )
+    initiative = b.initiative(account, title=f"{name} triage bot", owner_id=owner, currency="USD")
+    ids["initiatives"] = {initiative}
+    ids["cost_entries"] = {
+        b.cost_entry(initiative, amount_cents=1000 * k, period_start=f"2026-0{k}-01")
+        for k in (1, 2)
+    }
+    ids["value_entries"] = {
+        b.value_entry(initiative, status="approved"),
+        b.value_entry(initiative, status="draft"),
+    }
+    metric = b.metric(account)
+    ids["metrics"] = {metric}
+    ids["observations"] = {
+        b.observation(metric_id=metric, initiative_id=initiative, role="baseline", value=40.0)
+    }
+    ids["decisions"] = {b.decision(account, initiative_id=initiative, decided_by_id=owner)}
+    ids["integrations"] = {
+        b.integration(
+            account,
+            connected_by_id=owner,
+            credentials={"api_key": SECRETS[0], "refresh_token": SECRETS[1]},
+            settings={"region": "eu"},
+            last_error=SECRETS[2],
+        )
+    }
+    return initiative
+
+
+@pytest.fixture
+def world(engine: Engine) -> World:
+    b = BundleBuilder()
+    a, bb = b.account(name="Alpha"), b.account(name="Beta")
+    ids_a: dict[str, set[int]] = {}
+    ids_b: dict[str, set[int]] = {}
+    init_a = _fill(b, a, "Alpha", ids_a)
+    init_b = _fill(b, bb, "Beta", ids_b)
+    owner_a = b.data["users"][0]["id"]
+    owner_b = b.data["users"][1]["id"]
+    token_a, token_b = b.token(owner_a), b.token(owner_b)
+    b.load(engine)
+    return World(token_a, token_b, ids_a, ids_b, init_a, init_b)
+
+
+def get(client: Client, token: str, path: str, **params: Any) -> Any:
+    response = client.get(f"/api/v1/{path}", params=params, headers=bearer(token))
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def refused(client: Client, token: str, path: str, status: int = 400, **params: Any) -> str:
+    response = client.get(f"/api/v1/{path}", params=params, headers=bearer(token))
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body == {"error": {"status": status, "message": body["error"]["message"]}}
+    return str(body["error"]["message"])
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_rows_carry_every_spec_field(client: Client, world: World, path: str) -> None:
+    body = get(client, world.token_a, path)
+    assert set(body) == {"data", "page"}
+    assert body["page"] == {"has_more": False, "next_cursor": None}
+    assert body["data"]
+    for row in body["data"]:
+        assert set(row) == set(FIELDS[path].split())
+        # SEMANTICS R3: every datetime in UTC, millisecond precision, Z.
+        assert DATETIME.fullmatch(row["created_at"]) and DATETIME.fullmatch(row["updated_at"])
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_lists_show_only_the_token_holders_account(client: Client, world: World, path: str) -> None:
+    for token, mine, theirs in (
+        (world.token_a, world.ids_a, world.ids_b),
+        (world.token_b, world.ids_b, world.ids_a),
+    ):
+        seen = {row["id"] for row in get(client, token, path)["data"]}
+        assert seen == mine[path]
+        assert not seen & theirs[path]
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_nothing_secret_is_served(client: Client, world: World, path: str) -> None:
+    # SEMANTICS R15: no e-mail address, credential, stored setting or error prose.
+    text = client.get(f"/api/v1/{path}", headers=bearer(world.token_a)).text
+    for secret in SECRETS:
+        assert secret not in text
+    for key in ('"credentials"', '"settings"', '"last_error"', '"email"'):
+        assert key not in text
+
+
+def test_person_references_are_names_only(client: Client, world: World) -> None:
+    initiative = get(client, world.token_a, "initiatives")["data"][0]
+    assert initiative["owner"] == {"id": initiative["owner"]["id"], "name": "Alpha Owner"}
+    decision = get(client, world.token_a, "decisions")["data"][0]
+    assert decision["decided_by"]["name"] == "Alpha Owner"
+    integration = get(client, world.token_a, "integrations")["data"][0]
+    assert set(integration["connected_by"]) == {"id", "name"}
+
+
+def test_single_initiative(client: Client, world: World) -> None:
+    one = get(client, world.token_a, f"initiatives/{world.initiative_a}")
+    listed = get(client, world.token_a, "initiatives")["data"][0]
+    assert one == listed
+    # SPEC 4.A.5: another account's id answers 404, never 403; so does an id nobody has.
+    refused(client, world.token_a, f"initiatives/{world.initiative_b}", 404)
+    refused(client, world.token_a, "initiatives/999999", 404)
+    for bad in ("abc", "0", "-1", "1.5", "99999999999999999999"):
+        refused(client, world.token_a, f"initiatives/{bad}", 400)
+
+
+@pytest.mark.parametrize("path", ["cost_entries", "value_entries", "observations", "decisions"])
+def test_initiative_filter(client: Client, world: World, path: str) -> None:
+    rows = get(client, world.token_a, path, initiative_id=world.initiative_a)["data"]
+    assert {r["id"] for r in rows} == world.ids_a[path]
+    # SEMANTICS R31: a foreign or unknown initiative answers 404, not an empty list.
+    refused(client, world.token_a, path, 404, initiative_id=world.initiative_b)
+    refused(client, world.token_a, path, 404, initiative_id=987654)
+    refused(client, world.token_a, path, 400, initiative_id="abc")
+
+
+def test_derived_fields(client: Client, world: World) -> None:
+    # SEMANTICS R14
+    for row in get(client, world.token_a, "value_entries")["data"]:
+        assert row["counts_toward_roi"] is (row["status"] == "approved")
+    decision = get(client, world.token_a, "decisions")["data"][0]
+    assert decision["outcome_label"] == "Continue"
+    assert decision["stage_changed"] is False
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_unknown_and_repeated_parameters_are_refused(
+    client: Client, world: World, path: str
+) -> None:
+    # SEMANTICS R12: a misspelt updated_sinse must not silently return everything.
+    message = refused(client, world.token_a, path, updated_sinse="2026-01-01T00:00:00Z")
+    assert "updated_sinse" in message
+    response = client.get(f"/api/v1/{path}?limit=1&limit=2", headers=bearer(world.token_a))
+    assert response.status_code == 400
+    assert "limit" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("limit", ["0", "501", "-5", "abc", "1e9", "2.5", ""])
+def test_limit_outside_1_to_500_is_refused(client: Client, world: World, limit: str) -> None:
+    # SEMANTICS R12, SPEC 8
+    message = refused(client, world.token_a, "cost_entries", limit=limit)
+    assert "limit" in message
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("value_entries", {"status": "approvedd"}),
+        ("decisions", {"outcome": "kill"}),
+        ("integrations", {"status": "broken"}),
+        ("initiatives", {"include_sample": "maybe"}),
+        ("cost_entries", {"period_from": "2026-13-01"}),
+        ("cost_entries", {"period_to": "last week"}),
+        ("initiatives/1/../2", {}),
+    ],
+)
+def test_wrong_values_are_refused(
+    client: Client, world: World, path: str, params: dict[str, str]
+) -> None:
+    response = client.get(f"/api/v1/{path}", params=params, headers=bearer(world.token_a))
+    assert response.status_code in (400, 404)
+    assert set(response.json()) == {"error"}
+    if params:
+        assert response.status_code == 400
+        assert next(iter(params)) in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("since", ["1700000000", "2026-03-01", "yesterday", "2026-03-01T25:00:00Z"])
+def test_updated_since_must_be_a_datetime(client: Client, world: World, since: str) -> None:
+    # SEMANTICS R3
+    message = refused(client, world.token_a, "metrics", updated_since=since)
+    assert "updated_since" in message
+
+
+def _walk(client: Client, token: str, path: str, **params: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = get(client, token, path, **params, **({"cursor": cursor} if cursor else {}))
+        rows.extend(page["data"])
+        if not page["page"]["has_more"]:
+            assert page["page"]["next_cursor"] is None
+            return rows
+        cursor = page["page"]["next_cursor"]
+        assert cursor
+
+
+def test_keyset_walk_orders_by_updated_at_then_id(client: Client, engine: Engine) -> None:
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    # Ids deliberately out of updated_at order, with ties on updated_at broken by id.
+    stamps = {
+        50: "2026-03-01T09:00:00.000Z",
+        10: "2026-03-01T10:00:00.000Z",
+        40: "2026-03-01T10:00:00.000Z",
+        30: "2026-03-01T10:00:00.001Z",
+        20: "2026-02-01T00:00:00.000Z",
+        60: "2026-03-02T00:00:00.000Z",
+        70: "2026-03-01T10:00:00.000Z",
+    }
+    for entry_id, stamp in stamps.items():
+        b.cost_entry(initiative, id=entry_id, updated_at=stamp, created_at="2026-01-01T00:00:00Z")
+    b.load(engine)
+    for limit in (1, 2, 3, 500):
+        rows = _walk(client, token, "cost_entries", limit=limit)
+        assert [r["id"] for r in rows] == [20, 50, 10, 40, 70, 30, 60]
+    # SPEC 4.A.1: updated_since is inclusive, to the millisecond; an offset is honoured.
+    since = get(client, token, "cost_entries", updated_since="2026-03-01T10:00:00.000Z")["data"]
+    assert [r["id"] for r in since] == [10, 40, 70, 30, 60]
+    offset = get(client, token, "cost_entries", updated_since="2026-03-01T11:00:00.001+01:00")[
+        "data"
+    ]
+    assert [r["id"] for r in offset] == [30, 60]
+    naive = get(client, token, "cost_entries", updated_since="2026-03-01T10:00:00.001")["data"]
+    assert [r["id"] for r in naive] == [30, 60]
+    # The served updated_at is exactly what was stored.
+    assert since[0]["updated_at"] == "2026-03-01T10:00:00.000Z"
+
+
+def test_cursors_are_checked(client: Client, engine: Engine) -> None:
+    # SEMANTICS R12, R13
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    for _ in range(3):
+        b.cost_entry(initiative)
+        b.value_entry(initiative)
+    b.load(engine)
+    cursor = get(client, token, "cost_entries", limit=1)["page"]["next_cursor"]
+    assert get(client, token, "cost_entries", limit=1, cursor=cursor)["data"]
+    message = refused(client, token, "value_entries", limit=1, cursor=cursor)
+    assert "cursor" in message
+    for forged in (
+        "abc",
+        "x" * 300,
+        cursor[:-2],
+        cursor[:-1] + ("A" if cursor[-1] != "A" else "B"),
+        "é",
+    ):
+        refused(client, token, "cost_entries", cursor=forged)
+
+
+def test_filters_are_not_part_of_the_cursor(client: Client, engine: Engine) -> None:
+    # SEMANTICS R13: the caller repeats the filters on every page.
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    approved = {b.value_entry(initiative, status="approved") for _ in range(5)}
+    for _ in range(4):
+        b.value_entry(initiative, status="draft")
+    b.load(engine)
+    rows = _walk(client, token, "value_entries", limit=2, status="approved")
+    assert {r["id"] for r in rows} == approved
+    assert len(rows) == 5
+
+
+def test_period_filter_matches_where_the_period_begins(client: Client, engine: Engine) -> None:
+    # SPEC 4.A.1, SEMANTICS R11
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    year = b.cost_entry(initiative, period_start="2026-01-01", period_end="2026-12-31")
+    march = b.cost_entry(initiative, period_start="2026-03-31", period_end="2026-03-31")
+    april = b.cost_entry(initiative, period_start="2026-04-01")
+    b.cost_entry(initiative, period_start=None)
+    b.load(engine)
+
+    def ids(**params: str) -> set[int]:
+        return {r["id"] for r in get(client, token, "cost_entries", **params)["data"]}
+
+    assert ids(period_from="2026-01-01", period_to="2026-03-31") == {year, march}
+    assert ids(period_from="2026-04-01", period_to="2026-06-30") == {april}
+    assert ids(period_from="2026-03-31") == {march, april}
+    assert ids(period_to="2026-01-01") == {year}
+    assert len(ids()) == 4
+    refused(client, token, "cost_entries", period_from="2026-04-01", period_to="2026-03-01")
+
+
+def test_value_status_decision_outcome_and_integration_filters(
+    client: Client, engine: Engine
+) -> None:
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    statuses = ["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
+    by_status = {s: b.value_entry(initiative, status=s) for s in statuses}
+    outcomes = {
+        o: b.decision(acct, outcome=o) for o in ("continue", "scale", "fix", "pause", "retire")
+    }
+    slack = b.integration(acct, platform="slack", status="paused")
+    openai = b.integration(acct, platform="openai", status="error")
+    b.load(engine)
+    for status, entry_id in by_status.items():
+        rows = get(client, token, "value_entries", status=status)["data"]
+        assert [r["id"] for r in rows] == [entry_id]
+    for outcome, decision_id in outcomes.items():
+        rows = get(client, token, "decisions", outcome=outcome)["data"]
+        assert [r["id"] for r in rows] == [decision_id]
+        assert rows[0]["outcome_label"] == outcome.capitalize()
+    assert [r["id"] for r in get(client, token, "integrations", platform="slack")["data"]] == [
+        slack
+    ]
+    assert [r["id"] for r in get(client, token, "integrations", status="error")["data"]] == [openai]
+    assert get(client, token, "integrations", platform="slack", status="error")["data"] == []
+
+
+def test_sample_initiatives_only_when_asked(client: Client, engine: Engine) -> None:
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    real = b.initiative(acct)
+    sample = b.initiative(acct, is_sample=True)
+    b.load(engine)
+    assert {r["id"] for r in get(client, token, "initiatives")["data"]} == {real}
+    assert {r["id"] for r in get(client, token, "initiatives", include_sample="false")["data"]} == {
+        real
+    }
+    both = get(client, token, "initiatives", include_sample="true")["data"]
+    assert {r["id"] for r in both} == {real, sample}
+    assert get(client, token, f"initiatives/{sample}")["is_sample"] is True
+
+
+def test_observation_metric_key_filter(client: Client, engine: Engine) -> None:
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    tickets = b.metric(acct, metric_key="tickets_resolved")
+    hours = b.metric(acct, metric_key="hours_saved", name="Hours saved")
+    kept = b.observation(metric_id=tickets, value=12.5, role="reading")
+    b.observation(metric_id=hours, value=3.0, role="reading")
+    b.load(engine)
+    rows = get(client, token, "observations", metric_key="tickets_resolved")["data"]
+    assert [r["id"] for r in rows] == [kept]
+    assert rows[0]["value"] == 12.5 and rows[0]["metric_key"] == "tickets_resolved"
+    assert get(client, token, "observations", metric_key="nothing_like_it")["data"] == []
+
+
+def test_amounts_are_integer_cents_with_currency(client: Client, engine: Engine) -> None:
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    b.fx_rate(acct, "EUR", "1.08", "2026-01-01")
+    initiative = b.initiative(acct, expected_capex_cents=1_250_000_00, currency="EUR")
+    b.cost_entry(initiative, amount_cents=-1999, currency="EUR", cost_type="software")
+    b.cost_entry(initiative, amount_cents=None)
+    b.load(engine)
+    rows = get(client, token, "cost_entries")["data"]
+    assert [(r["amount_cents"], r["currency"]) for r in rows] == [(-1999, "EUR"), (None, None)]
+    assert get(client, token, "initiatives")["data"][0]["expected_capex_cents"] == 125_000_000

@@ -1,0 +1,116 @@
+"""The OpenAPI description is generated from the served routes (SPEC 1, 4.A.2, 7, 9)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from airoi.app import create_app
+from airoi.settings import Settings
+
+SPEC_PATHS = {
+    "/api/v1/openapi.json",
+    "/api/v1/initiatives",
+    "/api/v1/initiatives/{id}",
+    "/api/v1/cost_entries",
+    "/api/v1/value_entries",
+    "/api/v1/metrics",
+    "/api/v1/observations",
+    "/api/v1/decisions",
+    "/api/v1/integrations",
+}
+ERROR_STATUSES = {"400", "401", "403", "404", "429"}
+
+
+@pytest.fixture(scope="module")
+def app() -> Litestar:
+    return create_app(Settings(database_url="sqlite:///:memory:"))
+
+
+@pytest.fixture(scope="module")
+def document(app: Litestar) -> dict[str, Any]:
+    with TestClient(app) as client:
+        response = client.get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()  # type: ignore[no-any-return]
+
+
+def served_paths(app: Litestar) -> set[str]:
+    return {route.path_format for route in app.routes if "GET" in getattr(route, "methods", ())}
+
+
+def test_every_served_route_is_described_and_every_described_route_is_served(
+    app: Litestar, document: dict[str, Any]
+) -> None:
+    assert document["openapi"].startswith("3.1")
+    assert set(document["paths"]) == served_paths(app)
+    # The version-1 routes served today: SPEC 4.A.2 less /roi and /budgets, which come later.
+    assert set(document["paths"]) >= SPEC_PATHS
+
+
+def test_only_get_is_declared(document: dict[str, Any]) -> None:
+    for path, item in document["paths"].items():
+        methods = {
+            k for k in item if k in {"get", "put", "post", "delete", "patch", "head", "options"}
+        }
+        assert methods == {"get"}, path
+
+
+def test_operations_are_documented(document: dict[str, Any]) -> None:
+    ids = []
+    for path, item in document["paths"].items():
+        op = item["get"]
+        ids.append(op["operationId"])
+        assert op["summary"] and op["description"], path
+        for param in op.get("parameters", []):
+            assert param.get("description"), f"{path} {param['name']}"
+        if path == "/api/v1/openapi.json":
+            assert "security" not in op
+            continue
+        assert op["security"] == [{"bearerAuth": []}]
+        assert ERROR_STATUSES | {"200"} <= set(op["responses"]), path
+        for status in ERROR_STATUSES:
+            schema = op["responses"][status]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorBody"}
+    assert len(ids) == len(set(ids))
+    assert "listCostEntries" in ids and "getInitiative" in ids
+
+
+def test_bearer_security_scheme(document: dict[str, Any]) -> None:
+    scheme = document["components"]["securitySchemes"]["bearerAuth"]
+    assert scheme["type"] == "http" and scheme["scheme"] == "bearer"
+
+
+def test_error_body_schema(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    detail = schemas["ErrorDetail"]
+    assert detail["properties"]["status"]["type"] == "integer"
+    assert detail["properties"]["message"]["type"] == "string"
+    assert set(detail["required"]) == {"status", "message"}
+
+
+def test_key_present_fields_are_required_and_nullable(document: dict[str, Any]) -> None:
+    # SPEC 2.3: amount_cents is "yes (key present)": required, may hold null.
+    cost = document["components"]["schemas"]["CostEntry"]
+    assert "amount_cents" in cost["required"]
+    kinds = {s.get("type") for s in cost["properties"]["amount_cents"]["oneOf"]}
+    assert kinds == {"integer", "null"}
+    assert cost["properties"]["created_at"]["format"] == "date-time"
+
+
+def test_cli_prints_the_served_description(document: dict[str, Any]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "airoi", "openapi"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"AIROI_DATABASE_URL": "sqlite:///:memory:", "PATH": ""},
+    )
+    assert json.loads(result.stdout) == document
