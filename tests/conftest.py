@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,25 @@ def client(db_url: str) -> Iterator[TestClient[Litestar]]:
 
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
+
+
+@pytest.fixture
+def client_at(db_url: str) -> Iterator[Callable[[date], TestClient[Litestar]]]:
+    """Clients of the served app with `today` fixed (SEMANTICS R1), as AIROI_TODAY would."""
+    from airoi.app import create_app
+    from airoi.settings import Settings
+
+    apps: list[Litestar] = []
+    clients: list[TestClient[Litestar]] = []
+
+    def make(today: date) -> TestClient[Litestar]:
+        app = create_app(Settings(database_url=db_url, today=today))
+        apps.append(app)
+        clients.append(TestClient(app).__enter__())
+        return clients[-1]
+
+    yield make
+    for test_client in clients:
+        test_client.__exit__(None, None, None)
+    for app in apps:
+        app.state.engine.dispose()

@@ -16,6 +16,8 @@ from airoi.settings import Settings
 
 SPEC_PATHS = {
     "/api/v1/openapi.json",
+    "/api/v1/roi",
+    "/api/v1/budgets",
     "/api/v1/initiatives",
     "/api/v1/initiatives/{id}",
     "/api/v1/cost_entries",

@@ -26,15 +26,17 @@ from sqlalchemy import Engine
 
 from airoi import __version__
 from airoi.api import (
+    budgets,
     cost_entries,
     decisions,
     initiatives,
     integrations,
     metrics,
     observations,
+    roi,
     value_entries,
 )
-from airoi.api.common import provide_db, provide_principal
+from airoi.api.common import provide_db, provide_principal, provide_today
 from airoi.auth import authenticate
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
@@ -46,12 +48,14 @@ PUBLIC_OPT = "public"
 QUERY_NAMES_OPT = "declared_query_names"
 
 ROUTE_HANDLERS: list[HTTPRouteHandler] = [
+    roi.get_roi,
     initiatives.list_initiatives,
     initiatives.get_initiative,
     cost_entries.list_cost_entries,
     value_entries.list_value_entries,
     metrics.list_metrics,
     observations.list_observations,
+    budgets.list_budgets,
     decisions.list_decisions,
     integrations.list_integrations,
 ]
@@ -114,9 +118,10 @@ def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
 def declared_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
     """The query names a handler declares, read from its signature (built once, at startup)."""
     path_names = set(handler.paths and {p for path in handler.paths for p in _path_params(path)})
+    dependencies = handler.resolve_dependencies()
     names = set()
     for name, param in handler.parsed_fn_signature.parameters.items():
-        if name in path_names or name in {"principal", "db", "request", "state"}:
+        if name in path_names or name in dependencies or name in {"request", "state"}:
             continue
         kwarg = param.kwarg_definition
         names.add(kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name)
@@ -198,6 +203,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         dependencies={
             "principal": Provide(provide_principal, sync_to_thread=False),
             "db": Provide(provide_db),
+            "today": Provide(provide_today, sync_to_thread=False),
         },
     )
     openapi = OpenAPIConfig(

@@ -115,6 +115,12 @@ ERROR_RESPONSES = {
 # Handlers name these two dependencies; the app provides them.
 PrincipalDep = NamedDependency[Principal]
 DbDep = NamedDependency[Connection]
+Today = NamedDependency[date]
+
+
+def provide_today(state: State) -> date:
+    """SEMANTICS R1: the UTC date, unless AIROI_TODAY fixes it."""
+    return state.settings.current_date()  # type: ignore[no-any-return]
 
 
 def provide_principal(request: Request[Principal, Any, State]) -> Principal:

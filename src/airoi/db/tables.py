@@ -65,6 +65,20 @@ def _source() -> list[Column[object]]:
     ]
 
 
+def _reporting() -> list[Column[object]]:
+    """Derived on write, never loaded or served: what the ROI and budget sums read.
+
+    `entry_date` is SEMANTICS R2 (period_start, else the UTC date of created_at),
+    `entry_month` its first day, and `account_amount_cents` the amount converted into
+    the account currency at the entry date (R5, half-even once per entry).
+    """
+    return [
+        Column("entry_date", Date),
+        Column("entry_month", Date),
+        Column("account_amount_cents", Cents),
+    ]
+
+
 def _keyset_index(table: str) -> Index:
     return Index(f"ix_{table}_keyset", "account_id", "updated_at", "id")
 
@@ -194,10 +208,28 @@ cost_entries = Table(
     Column("locked", Boolean, nullable=False, server_default="0"),
     *_source(),
     *_stamps(),
+    *_reporting(),
     _keyset_index("cost_entries"),
     Index("ix_cost_entries_initiative", "initiative_id", "updated_at", "id"),
     Index("ix_cost_entries_period", "account_id", "period_start"),
     Index("ix_cost_entries_vendor", "vendor_id"),
+    # Covering indexes for the ROI sums (by account and date) and budget sums (by initiative).
+    Index(
+        "ix_cost_entries_roi",
+        "account_id",
+        "entry_date",
+        "cost_category",
+        "initiative_id",
+        "account_amount_cents",
+    ),
+    Index(
+        "ix_cost_entries_budget",
+        "initiative_id",
+        "entry_date",
+        "entry_month",
+        "cost_category",
+        "account_amount_cents",
+    ),
 )
 
 value_entries = Table(
@@ -222,10 +254,19 @@ value_entries = Table(
     *_source(),
     Column("approved_at", DateTime()),
     *_stamps(),
+    *_reporting(),
     _keyset_index("value_entries"),
     Index("ix_value_entries_initiative", "initiative_id", "updated_at", "id"),
     Index("ix_value_entries_period", "account_id", "period_start"),
     Index("ix_value_entries_status", "account_id", "status", "updated_at", "id"),
+    Index(
+        "ix_value_entries_roi",
+        "account_id",
+        "status",
+        "entry_date",
+        "initiative_id",
+        "account_amount_cents",
+    ),
 )
 
 metrics = Table(

@@ -1,0 +1,1 @@
+"""Benchmarks: figures and ratios, printed; never timed unit tests."""

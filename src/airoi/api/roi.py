@@ -1,0 +1,157 @@
+"""GET /roi: the ROI summary over a window, for the portfolio or one initiative (SPEC 2.10, 4.A.3).
+
+The sums run in SQL over amounts already converted into the account currency on write
+(SEMANTICS R5, R2); the rules of R7-R9 are finished in finance/.
+"""
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Annotated, Literal
+
+import msgspec
+from litestar import get
+from litestar.params import Parameter
+from sqlalchemy import Connection, ColumnElement, Table, and_, func, select
+
+from airoi.api.common import (
+    ERROR_RESPONSES,
+    DbDep,
+    InitiativeFilter,
+    PrincipalDep,
+    Today,
+)
+from airoi.auth import Principal
+from airoi.db.tables import cost_entries, initiatives, value_entries
+from airoi.errors import not_found
+from airoi.finance.periods import WINDOW_LABELS, window_range
+from airoi.finance.roi import RoiFigures, roi_figures
+
+Window = Literal["1yr", "3yr", "5yr", "all"]
+
+
+class RoiScope(msgspec.Struct, omit_defaults=True):
+    type: Literal["portfolio", "initiative"]
+    id: int | None = None
+    title: str | None = None
+
+
+class RoiPeriod(msgspec.Struct, omit_defaults=True, rename={"from_": "from"}):
+    window: str
+    label: str
+    from_: date | None = None
+    through: date | None = None
+
+
+class RoiCost(msgspec.Struct):
+    capex_cents: int
+    opex_cents: int
+
+
+class RoiSummary(msgspec.Struct):
+    scope: RoiScope
+    period: RoiPeriod
+    currency: str
+    approved_value_cents: int
+    total_cost_cents: int
+    net_value_cents: int
+    roi: float | None
+    cost: RoiCost
+
+
+@dataclass(frozen=True)
+class RoiResult:
+    """What both GET /roi and the get_roi_summary tool report."""
+
+    scope: RoiScope
+    period: RoiPeriod
+    currency: str
+    figures: RoiFigures
+
+
+def _in_scope(table: Table, principal: Principal, initiative_id: int | None,
+              span: tuple[date, date] | None) -> ColumnElement[bool]:
+    conditions = [table.c.account_id == principal.account_id]
+    if initiative_id is not None:
+        conditions.append(table.c.initiative_id == initiative_id)
+    else:
+        # SEMANTICS R7: the portfolio is every initiative that is not sample data.
+        samples = select(initiatives.c.id).where(
+            initiatives.c.account_id == principal.account_id, initiatives.c.is_sample.is_(True)
+        )
+        conditions.append(table.c.initiative_id.not_in(samples))
+    if span is not None:
+        conditions.append(table.c.entry_date.between(*span))
+    return and_(*conditions)
+
+
+def compute_roi(db: Connection, principal: Principal, *, window: str, initiative_id: int | None,
+                today: date) -> RoiResult:
+    """SEMANTICS R7-R9, for the endpoint and the tool alike."""
+    scope = RoiScope(type="portfolio")
+    if initiative_id is not None:
+        title = db.execute(
+            select(initiatives.c.title).where(
+                initiatives.c.id == initiative_id,
+                initiatives.c.account_id == principal.account_id,
+            )
+        ).scalar()
+        if title is None:
+            raise not_found("initiative")
+        scope = RoiScope(type="initiative", id=initiative_id, title=title)
+    span = window_range(window, today)
+    period = RoiPeriod(window=window, label=WINDOW_LABELS[window])
+    if span is not None:
+        period = RoiPeriod(window=window, label=WINDOW_LABELS[window], from_=span[0], through=span[1])
+
+    costs = dict(
+        db.execute(
+            select(cost_entries.c.cost_category, func.coalesce(func.sum(cost_entries.c.account_amount_cents), 0))
+            .where(_in_scope(cost_entries, principal, initiative_id, span))
+            .group_by(cost_entries.c.cost_category)
+        ).tuples().all()
+    )
+    approved = db.execute(
+        select(func.coalesce(func.sum(value_entries.c.account_amount_cents), 0)).where(
+            _in_scope(value_entries, principal, initiative_id, span),
+            value_entries.c.status == "approved",
+        )
+    ).scalar_one()
+    figures = roi_figures(int(approved), int(costs.get("capex", 0)), int(costs.get("opex", 0)))
+    return RoiResult(scope=scope, period=period, currency=principal.account_currency, figures=figures)
+
+
+@get(
+    "/roi",
+    operation_id="getRoiSummary",
+    summary="ROI summary",
+    description=(
+        "Approved value, cost (capex and opex), net value and ROI over a trailing window, for "
+        "the whole portfolio (sample initiatives excluded) or one initiative. The same "
+        "computation as the ROI dashboard. Amounts are in the account currency; roi is null "
+        "(not zero) when there is no cost."
+    ),
+    responses=ERROR_RESPONSES,
+    sync_to_thread=False,
+)
+def get_roi(
+    principal: PrincipalDep,
+    db: DbDep,
+    today: Today,
+    window: Annotated[
+        Window,
+        Parameter(description="1yr, 3yr, 5yr or all (default). Anything else is refused."),
+    ] = "all",
+    initiative_id: InitiativeFilter = None,
+) -> RoiSummary:
+    result = compute_roi(db, principal, window=window, initiative_id=initiative_id, today=today)
+    f = result.figures
+    return RoiSummary(
+        scope=result.scope,
+        period=result.period,
+        currency=result.currency,
+        approved_value_cents=f.approved_value_cents,
+        total_cost_cents=f.total_cost_cents,
+        net_value_cents=f.net_value_cents,
+        roi=f.roi,
+        cost=RoiCost(capex_cents=f.capex_cents, opex_cents=f.opex_cents),
+    )

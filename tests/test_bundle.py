@@ -1,0 +1,887 @@
+"""The bundle loader (BUNDLE.md): validation, upsert, deletes, vendors, tokens, files.
+
+Every test runs on SQLite and PostgreSQL (the `engine` fixture). Bundles are
+built here as plain dicts so each test shows exactly what it loads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from airoi.bundle import BundleError, LoadReport, load_bundle
+from airoi.db import tables
+from airoi.db.tables import metadata
+from airoi.tokens import hash_token, shown_prefix
+
+NOW = datetime(2026, 3, 1, 12, 0, 0)
+LATER = datetime(2026, 3, 2, 8, 30, 0, 250_000)
+SECRET = "airoi_bundle-test-secret-" + "s" * 40
+
+Bundle = dict[str, Any]
+
+
+def base_bundle() -> Bundle:
+    """Two accounts; account 1 holds one initiative with one record of every kind."""
+    return {
+        "accounts": [
+            {"id": 1, "name": "Acme", "currency": "USD"},
+            {"id": 2, "name": "Globex", "currency": "EUR", "internal": True},
+        ],
+        "users": [
+            {"id": 1, "account_id": 1, "name": "Ada", "email": "ada@acme.example",
+             "role": "owner"},
+            {"id": 2, "account_id": 2, "name": "Bo", "email": "bo@globex.example",
+             "role": "admin"},
+        ],
+        "tokens": [{"user_id": 1, "token": SECRET}],
+        "fx_rates": [
+            {"account_id": 1, "currency": "EUR", "rate": "1.0850", "effective_from": "2026-01-01"},
+        ],
+        "vendors": [
+            {"id": 1, "account_id": 1, "name": "OpenAI"},
+            {"id": 2, "account_id": 1, "name": "Anthropic"},
+            {"id": 3, "account_id": 2, "name": "Mistral AI"},
+        ],
+        "integrations": [
+            {"id": 4, "account_id": 1, "platform": "openai", "status": "active",
+             "auth_type": "api_key", "credentials": {"api_key": "sk-test"},
+             "primary_source_categories": ["ai_usage"], "metric_categories": ["ai_usage"]},
+        ],
+        "metrics": [{"id": 6, "account_id": 1, "metric_key": "tickets_deflected",
+                     "name": "Tickets deflected"}],
+        "initiatives": [
+            {"id": 5, "account_id": 1, "title": "Support triage bot", "stage": "live",
+             "owner_id": 1},
+            {"id": 7, "account_id": 2, "title": "Contract review", "stage": "reviewing"},
+        ],
+        "initiative_notes": [{"id": 51, "initiative_id": 5, "author_id": 1, "body": "Kick-off"}],
+        "budget_versions": [
+            {"id": 41, "initiative_id": 5, "effective_from": "2026-01-01", "capex_cents": 500_000,
+             "opex_cents": 20_000, "status": "approved", "set_by_id": 1},
+        ],
+        "cost_entries": [
+            {"id": 17, "initiative_id": 5, "amount_cents": 1_000, "currency": "EUR",
+             "cost_type": "tokens", "period_start": "2026-02-01", "vendor_name": "openai"},
+            {"id": 18, "initiative_id": 5, "amount_cents": 50_000, "cost_type": "implementation",
+             "period_start": "2026-01-15", "vendor_id": 2},
+        ],
+        "value_entries": [
+            {"id": 21, "initiative_id": 5, "amount_cents": 90_000, "status": "approved",
+             "period_start": "2026-02-01"},
+        ],
+        "observations": [
+            {"id": 31, "metric_id": 6, "initiative_id": 5, "value": 120.5, "role": "baseline"},
+        ],
+        "decisions": [
+            {"id": 9, "account_id": 1, "initiative_id": 5, "subject_title": "Support triage bot",
+             "outcome": "scale", "rationale": "Deflection doubled.", "stage_before": "live",
+             "stage_after": "live", "decided_at": "2026-02-20T10:00:00Z", "decided_by_id": 1},
+        ],
+        "assessments": [{"id": 61, "account_id": 1, "title": "AI readiness", "status": "active"}],
+    }
+
+
+BASE_COUNTS = {
+    "accounts": 2, "users": 2, "tokens": 1, "fx_rates": 1, "vendors": 3, "integrations": 1,
+    "metrics": 1, "initiatives": 2, "initiative_notes": 1, "budget_versions": 1,
+    "cost_entries": 2, "value_entries": 1, "observations": 1, "decisions": 1, "assessments": 1,
+}
+
+
+def snapshot(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, to prove a refused bundle wrote nothing."""
+    with engine.connect() as conn:
+        return {
+            table.name: sorted((tuple(row) for row in conn.execute(select(table))), key=repr)
+            for table in metadata.sorted_tables
+        }
+
+
+def rows(engine: Engine, table: Any, **where: Any) -> list[dict[str, Any]]:
+    query = select(table).where(*(table.c[k] == v for k, v in where.items()))
+    with engine.connect() as conn:
+        return [dict(row) for row in conn.execute(query.order_by(*table.primary_key)).mappings()]
+
+
+def one(engine: Engine, table: Any, **where: Any) -> dict[str, Any]:
+    found = rows(engine, table, **where)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def refused(engine: Engine, bundle: Bundle | Path) -> list[str]:
+    """Load a bundle that must be refused; return its problems, checking nothing changed."""
+    before = snapshot(engine)
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, bundle, now=LATER)
+    assert snapshot(engine) == before
+    assert caught.value.problems == str(caught.value).split("\n")
+    return caught.value.problems
+
+
+def loaded(engine: Engine, bundle: Bundle | None = None, now: datetime = NOW) -> LoadReport:
+    return load_bundle(engine, base_bundle() if bundle is None else bundle, now=now)
+
+
+def record(bundle: Bundle, key: str, record_id: int) -> dict[str, Any]:
+    return next(r for r in bundle[key] if r.get("id") == record_id)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def test_a_valid_bundle_inserts_every_record(engine: Engine) -> None:
+    report = loaded(engine)
+    assert {k: v for k, v in report.inserted.items() if v} == BASE_COUNTS
+    assert report.totals() == {"inserted": 21, "updated": 0, "unchanged": 0, "deleted": 0}
+    initiative = one(engine, tables.initiatives, id=5)
+    assert initiative["account_id"] == 1
+    assert initiative["owner_id"] == 1
+    assert initiative["is_sample"] is False
+    assert initiative["created_at"] == NOW
+    assert initiative["updated_at"] == NOW
+    account = one(engine, tables.accounts, id=1)
+    assert (account["api_access"], account["fiscal_year_start_month"], account["internal"]) == (
+        True, 1, False)
+    # Entries take their account from their initiative.
+    assert one(engine, tables.cost_entries, id=17)["account_id"] == 1
+    assert one(engine, tables.observations, id=31)["metric_key"] == "tickets_deflected"
+
+
+def test_reloading_the_same_bundle_changes_nothing(engine: Engine) -> None:
+    loaded(engine)
+    before = snapshot(engine)
+    report = loaded(engine, now=LATER)
+    assert report.totals() == {"inserted": 0, "updated": 0, "unchanged": 21, "deleted": 0}
+    assert {k: v for k, v in report.unchanged.items() if v} == BASE_COUNTS
+    assert snapshot(engine) == before  # every updated_at kept
+
+
+def test_changing_one_field_updates_that_row_only(engine: Engine) -> None:
+    loaded(engine)
+    bundle = base_bundle()
+    record(bundle, "cost_entries", 18)["amount_cents"] = 55_000
+    report = loaded(engine, bundle, now=LATER)
+    assert report.updated == {**dict.fromkeys(report.updated, 0), "cost_entries": 1}
+    assert report.totals()["unchanged"] == 20
+    changed = one(engine, tables.cost_entries, id=18)
+    assert changed["amount_cents"] == 55_000
+    assert changed["updated_at"] == LATER
+    assert changed["created_at"] == NOW
+    assert one(engine, tables.cost_entries, id=17)["updated_at"] == NOW
+
+
+def test_a_field_left_out_becomes_null_on_update(engine: Engine) -> None:
+    loaded(engine)
+    bundle = base_bundle()
+    del record(bundle, "cost_entries", 18)["period_start"]
+    del record(bundle, "initiatives", 5)["owner_id"]
+    report = loaded(engine, bundle, now=LATER)
+    assert (report.updated["cost_entries"], report.updated["initiatives"]) == (1, 1)
+    assert one(engine, tables.cost_entries, id=18)["period_start"] is None
+    assert one(engine, tables.initiatives, id=5)["owner_id"] is None
+
+
+def test_bundle_given_timestamps_are_kept_as_given(engine: Engine) -> None:
+    bundle = base_bundle()
+    initiative = record(bundle, "initiatives", 5)
+    initiative["created_at"] = "2025-06-01T08:00:00Z"
+    initiative["updated_at"] = "2025-07-01T09:15:30.5+02:00"
+    loaded(engine, bundle)
+    stored = one(engine, tables.initiatives, id=5)
+    assert stored["created_at"] == datetime(2025, 6, 1, 8, 0)
+    assert stored["updated_at"] == datetime(2025, 7, 1, 7, 15, 30, 500_000)
+    # A different given updated_at alone is a change, and is kept as given.
+    initiative["updated_at"] = "2025-08-01T00:00:00Z"
+    report = loaded(engine, bundle, now=LATER)
+    assert report.updated["initiatives"] == 1
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
+    # A content change with a given updated_at takes the given one, not now.
+    initiative["title"] = "Support triage assistant"
+    loaded(engine, bundle, now=LATER)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
+
+
+def test_datetimes_are_stored_utc_truncated_to_the_millisecond(engine: Engine) -> None:
+    bundle = base_bundle()
+    record(bundle, "decisions", 9)["decided_at"] = "2026-02-20T10:00:00.123456789Z"
+    record(bundle, "initiatives", 5)["went_live_at"] = "2026-02-01 09:30:00.9999-05:00"
+    record(bundle, "value_entries", 21)["approved_at"] = "2026-02-03T04:05:06"
+    loaded(engine, bundle, now=datetime(2026, 3, 1, 12, 0, 0, 456_789))
+    assert one(engine, tables.decisions, id=9)["decided_at"] == datetime(
+        2026, 2, 20, 10, 0, 0, 123_000)
+    assert one(engine, tables.initiatives, id=5)["went_live_at"] == datetime(
+        2026, 2, 1, 14, 30, 0, 999_000)
+    assert one(engine, tables.value_entries, id=21)["approved_at"] == datetime(2026, 2, 3, 4, 5, 6)
+    assert one(engine, tables.metrics, id=6)["created_at"] == datetime(
+        2026, 3, 1, 12, 0, 0, 456_000)
+
+
+def test_derived_fields_are_computed_and_served_only_fields_ignored(engine: Engine) -> None:
+    bundle = base_bundle()
+    bundle["cost_entries"] += [
+        {"id": 19, "initiative_id": 5, "amount_cents": 700, "cost_type": "Consulting"},
+        {"id": 20, "initiative_id": 5, "amount_cents": 800},
+        {"id": 22, "initiative_id": 5, "amount_cents": 900, "cost_type": "training",
+         "cost_category": "opex"},
+    ]
+    bundle["value_entries"] += [
+        {"id": 23, "initiative_id": 5, "amount_cents": 1, "status": "draft",
+         "counts_toward_roi": False, "source": {"type": "sync", "connection_id": 4}},
+        {"id": 24, "initiative_id": 5, "amount_cents": 2, "status": "draft", "formula_id": 7101},
+        {"id": 25, "initiative_id": 5, "amount_cents": 3, "status": "draft",
+         "provenance": "imported from the finance system"},
+    ]
+    decision = record(bundle, "decisions", 9)
+    decision.update(outcome_label="Scale", stage_changed=False)
+    loaded(engine, bundle)
+    category = {r["id"]: r["cost_category"] for r in rows(engine, tables.cost_entries)}
+    assert category == {17: "opex", 18: "capex", 19: "capex", 20: "opex", 22: "opex"}
+    provenance = {r["id"]: r["provenance"] for r in rows(engine, tables.value_entries)}
+    assert provenance == {
+        21: "entered by hand", 23: "synced from a connection", 24: "calculated from a formula",
+        25: "imported from the finance system",
+    }
+
+
+def test_person_references_and_nested_or_flat_sources_are_accepted(engine: Engine) -> None:
+    bundle = base_bundle()
+    initiative = record(bundle, "initiatives", 5)
+    del initiative["owner_id"]
+    initiative["owner"] = {"id": 1, "name": "Ada"}
+    decision = record(bundle, "decisions", 9)
+    del decision["decided_by_id"]
+    decision["decided_by"] = {"id": 1, "name": "Ada"}
+    bundle["integrations"][0]["connected_by"] = {"id": 1, "name": "Ada"}
+    bundle["initiative_notes"][0] = {"id": 51, "initiative_id": 5, "body": "Kick-off",
+                                     "author": {"id": 1, "name": "Ada"}}
+    bundle["cost_entries"] += [
+        {"id": 19, "initiative_id": 5, "amount_cents": 1,
+         "source": {"type": "import", "ref": "INV-1", "connection_id": 4}},
+        {"id": 20, "initiative_id": 5, "amount_cents": 1,
+         "source_type": "import", "source_ref": "INV-1", "source_connection_id": 4},
+    ]
+    loaded(engine, bundle)
+    assert one(engine, tables.initiatives, id=5)["owner_id"] == 1
+    assert one(engine, tables.decisions, id=9)["decided_by_id"] == 1
+    assert one(engine, tables.integrations, id=4)["connected_by_id"] == 1
+    assert one(engine, tables.initiative_notes, id=51)["author_id"] == 1
+    sources = [(r["source_type"], r["source_ref"], r["source_connection_id"])
+               for r in rows(engine, tables.cost_entries) if r["id"] in (19, 20)]
+    assert sources == [("import", "INV-1", 4), ("import", "INV-1", 4)]
+
+
+def test_observation_account_comes_from_its_metric_or_is_given(engine: Engine) -> None:
+    loaded(engine)
+    bundle = {"observations": [
+        {"id": 32, "metric_id": 6, "value": 1.0, "role": "reading",
+         "observed_at": "2026-02-01T00:00:00Z"},
+        {"id": 33, "account_id": 2, "metric_key": "nps", "value": None},
+    ]}
+    report = loaded(engine, bundle)
+    assert report.inserted["observations"] == 2
+    assert one(engine, tables.observations, id=32)["account_id"] == 1
+    assert one(engine, tables.observations, id=32)["metric_key"] == "tickets_deflected"
+    assert one(engine, tables.observations, id=33)["account_id"] == 2
+
+
+def test_fx_rates_upsert_by_account_currency_and_date(engine: Engine) -> None:
+    loaded(engine)
+    bundle = {"fx_rates": [
+        {"account_id": 1, "currency": "EUR", "rate": "1.1", "effective_from": "2026-01-01"},
+        {"account_id": 1, "currency": "GBP", "rate": 1.2650, "effective_from": "2026-01-01"},
+    ]}
+    report = loaded(engine, bundle, now=LATER)
+    assert (report.updated["fx_rates"], report.inserted["fx_rates"]) == (1, 1)
+    stored = {(r["currency"], r["rate"]) for r in rows(engine, tables.fx_rates)}
+    assert stored == {("EUR", "1.1"), ("GBP", "1.265")}
+
+
+# --------------------------------------------------------------------------- problems
+
+
+def _set(key: str, record_id: int, **fields: Any) -> Any:
+    def change(bundle: Bundle) -> None:
+        record(bundle, key, record_id).update(fields)
+
+    return change
+
+
+def _drop(key: str, record_id: int, name: str) -> Any:
+    def change(bundle: Bundle) -> None:
+        del record(bundle, key, record_id)[name]
+
+    return change
+
+
+def _add(key: str, **fields: Any) -> Any:
+    def change(bundle: Bundle) -> None:
+        bundle.setdefault(key, []).append(fields)
+
+    return change
+
+
+def _top(key: str, value: Any) -> Any:
+    def change(bundle: Bundle) -> None:
+        bundle[key] = value
+
+    return change
+
+
+STAGES = "identified, reviewing, implementing, live, paused, completed, rejected, dismissed"
+
+PROBLEMS = [
+    (_top("costs", []), "bundle: unknown key 'costs'"),
+    (_top("initiatives", {"id": 5}), "bundle: 'initiatives' must be an array"),
+    (_top("delete", [5]), "bundle: 'delete' must be an object"),
+    (_set("initiatives", 5, stauts="live"), "initiatives[id=5].stauts: unknown field"),
+    (_set("initiatives", 5, stage="liv"),
+     f"initiatives[id=5].stage: 'liv' is not one of {STAGES}"),
+    (_drop("initiatives", 5, "title"), "initiatives[id=5].title: required"),
+    (_set("initiatives", 5, title=None), "initiatives[id=5].title: required"),
+    (_set("initiatives", 5, title="x" * 501),
+     "initiatives[id=5].title: longer than 500 characters"),
+    (_set("initiatives", 5, priority=2**31), "initiatives[id=5].priority: 2147483648 is out of "
+                                             "range (-2147483648 to 2147483647)"),
+    (_set("initiatives", 5, started_at="1700000000"),
+     "initiatives[id=5].started_at: '1700000000' is not an ISO 8601 date-time"),
+    (_set("initiatives", 5, closed_at="2026-02-01"),
+     "initiatives[id=5].closed_at: '2026-02-01' is not an ISO 8601 date-time"),
+    (_set("initiatives", 5, confidence_score="high"),
+     "initiatives[id=5].confidence_score: 'high' is not a number"),
+    (_set("initiatives", 5, owner={"id": 2, "name": "Bo"}),
+     "initiatives[id=5].owner: id 2 does not match owner_id 1"),
+    (_drop("initiatives", 5, "account_id"), "initiatives[id=5].account_id: required"),
+    (_set("initiatives", 5, account_id=3), "initiatives[id=5].account_id: no account 3"),
+    (_set("cost_entries", 17, amount_cents="1000"),
+     "cost_entries[id=17].amount_cents: '1000' is not an integer"),
+    (_set("cost_entries", 17, amount_cents=True),
+     "cost_entries[id=17].amount_cents: true is not an integer"),
+    (_set("cost_entries", 17, amount_cents=10.5),
+     "cost_entries[id=17].amount_cents: 10.5 is not an integer"),
+    (_set("cost_entries", 17, currency="eur"),
+     "cost_entries[id=17].currency: 'eur' is not a currency code (three upper-case letters)"),
+    (_set("cost_entries", 17, period_start="2026-02-30"),
+     "cost_entries[id=17].period_start: '2026-02-30' is not a date (YYYY-MM-DD)"),
+    (_set("cost_entries", 17, is_estimated="yes"),
+     "cost_entries[id=17].is_estimated: 'yes' is not a boolean (true or false)"),
+    (_set("cost_entries", 17, cost_category="running"),
+     "cost_entries[id=17].cost_category: 'running' is not one of capex, opex"),
+    (_set("cost_entries", 17, source={"kind": "import"}),
+     "cost_entries[id=17].source.kind: unknown field"),
+    (_set("cost_entries", 17, source={"connection_id": 4}, source_connection_id=5),
+     "cost_entries[id=17].source.connection_id: does not match source_connection_id"),
+    (_drop("cost_entries", 17, "id"), "cost_entries[#0].id: required"),
+    (_set("cost_entries", 17, id=0),
+     "cost_entries[#0].id: 0 is not an id (a positive integer below 2**63)"),
+    (_set("cost_entries", 17, id=2**63),
+     "cost_entries[#0].id: 9223372036854775808 is not an id (a positive integer below 2**63)"),
+    (_set("cost_entries", 17, id="17"),
+     "cost_entries[#0].id: '17' is not an id (a positive integer below 2**63)"),
+    (_drop("cost_entries", 17, "initiative_id"), "cost_entries[id=17].initiative_id: required"),
+    (_set("cost_entries", 17, initiative_id=99),
+     "cost_entries[id=17].initiative_id: no initiative 99"),
+    (_set("cost_entries", 18, id=17), "cost_entries[id=17].id: duplicate id 17 in this bundle"),
+    (_top("cost_entries", ["not a record"]), "cost_entries[#0]: 'not a record' is not an object"),
+    (_set("value_entries", 21, status="paid"), "value_entries[id=21].status: 'paid' is not one "
+                                               "of draft, calculated, reviewed, approved, "
+                                               "disputed, archived"),
+    (_drop("value_entries", 21, "status"), "value_entries[id=21].status: required"),
+    (_set("observations", 31, role="target"),
+     "observations[id=31].role: 'target' is not one of baseline, reading"),
+    (_set("observations", 31, metric_id=None, initiative_id=None),
+     "observations[id=31].account_id: required when neither initiative_id nor metric_id is "
+     "given"),
+    (_set("observations", 31, metric_id=60), "observations[id=31].metric_id: no metric 60"),
+    (_set("metrics", 6, metric_key=None), "metrics[id=6].metric_key: required"),
+    (_set("users", 1, role="boss"),
+     "users[id=1].role: 'boss' is not one of owner, admin, member, viewer"),
+    (_drop("users", 1, "name"), "users[id=1].name: required"),
+    (_set("accounts", 1, fiscal_year_start_month=13),
+     "accounts[id=1].fiscal_year_start_month: 13 is out of range (1 to 12)"),
+    (_set("accounts", 1, api_access="yes"),
+     "accounts[id=1].api_access: 'yes' is not a boolean (true or false)"),
+    (_drop("accounts", 1, "name"), "accounts[id=1].name: required"),
+    (_set("budget_versions", 41, opex_cadence="weekly"),
+     "budget_versions[id=41].opex_cadence: 'weekly' is not one of monthly, quarterly, annually"),
+    (_set("budget_versions", 41, source="import"),
+     "budget_versions[id=41].source: 'import' is not one of approval, revision, manual"),
+    (_set("budget_versions", 41, status="draft"),
+     "budget_versions[id=41].status: 'draft' is not one of approved, pending, rejected"),
+    (_drop("budget_versions", 41, "effective_from"),
+     "budget_versions[id=41].effective_from: required"),
+    (_set("decisions", 9, outcome="grow"),
+     "decisions[id=9].outcome: 'grow' is not one of continue, scale, fix, pause, retire"),
+    (_drop("decisions", 9, "rationale"), "decisions[id=9].rationale: required"),
+    (_set("decisions", 9, stage_after="done"),
+     f"decisions[id=9].stage_after: 'done' is not one of {STAGES}"),
+    (_set("integrations", 4, status="broken"),
+     "integrations[id=4].status: 'broken' is not one of active, paused, error, disconnected"),
+    (_set("integrations", 4, auth_type="password"),
+     "integrations[id=4].auth_type: 'password' is not one of oauth, api_key, basic, webhook, "
+     "github_app, service_account"),
+    (_drop("integrations", 4, "platform"), "integrations[id=4].platform: required"),
+    (_set("integrations", 4, simulated=True),
+     "integrations[id=4].simulated: only an internal account can hold a simulated connection"),
+    (_set("integrations", 4, metric_categories="ai_usage"),
+     "integrations[id=4].metric_categories: 'ai_usage' is not an array of strings"),
+    (_set("assessments", 61, status="open"),
+     "assessments[id=61].status: 'open' is not one of active, closed"),
+    (_add("tokens", user_id=99, token="airoi_other-secret"),
+     "tokens[user_id=99].user_id: no user 99"),
+    (_add("tokens", user_id=1), "tokens[user_id=1].token: required"),
+    (_add("tokens", user_id=1, token=SECRET), "tokens[user_id=1].token: duplicate token in this "
+                                              "bundle"),
+    (_add("fx_rates", account_id=1, currency="GBP", rate="-1.2", effective_from="2026-01-01"),
+     "fx_rates[account_id=1,currency=GBP,effective_from=2026-01-01].rate: '-1.2' is not a "
+     "decimal number such as '1.0825'"),
+    (_add("fx_rates", account_id=1, currency="GBP", rate="0", effective_from="2026-01-01"),
+     "fx_rates[account_id=1,currency=GBP,effective_from=2026-01-01].rate: '0' is not greater "
+     "than 0"),
+    (_add("fx_rates", account_id=1, currency="GBP", rate="1.2"),
+     "fx_rates[#1].effective_from: required"),
+    (_add("fx_rates", account_id=9, currency="GBP", rate="1.2", effective_from="2026-01-01"),
+     "fx_rates[account_id=9,currency=GBP,effective_from=2026-01-01].account_id: no account 9"),
+    (_set("vendors", 2, merged_into_id=2),
+     "vendors[id=2].merged_into_id: a vendor cannot be merged into itself"),
+    (_set("vendors", 2, merged_into_id=42),
+     "vendors[id=2].merged_into_id: no vendor 42 in account 1"),
+    (_top("delete", {"decisions": [9]}), "delete.decisions: a decision is never deleted (SPEC 3)"),
+    (_top("delete", {"vendors": [1]}), "delete.vendors: not a kind that can be deleted"),
+    (_top("delete", {"initiatives": ["5"]}),
+     "delete.initiatives[#0]: '5' is not an id (a positive integer below 2**63)"),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), PROBLEMS)
+def test_a_problem_names_key_id_and_field_and_nothing_is_written(
+    engine: Engine, change: Any, expected: str
+) -> None:
+    loaded(engine)
+    bundle = base_bundle()
+    change(bundle)
+    problems = refused(engine, bundle)
+    assert expected in problems, problems
+
+
+def test_problems_on_an_empty_store_write_nothing(engine: Engine) -> None:
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["stage"] = "liv"
+    refused(engine, bundle)
+    assert all(not table_rows for table_rows in snapshot(engine).values())
+
+
+def test_several_problems_are_reported_at_once(engine: Engine) -> None:
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["stage"] = "liv"
+    record(bundle, "cost_entries", 17)["currency"] = "GBP"
+    record(bundle, "users", 2)["role"] = "boss"
+    bundle["costs"] = []
+    del record(bundle, "value_entries", 21)["status"]
+    problems = refused(engine, bundle)
+    assert sorted(problems) == sorted([
+        "bundle: unknown key 'costs'",
+        "users[id=2].role: 'boss' is not one of owner, admin, member, viewer",
+        f"initiatives[id=5].stage: 'liv' is not one of {STAGES}",
+        "value_entries[id=21].status: required",
+        "cost_entries[id=17].currency: no FX rate for GBP in account 1",
+    ])
+
+
+def test_a_flood_of_problems_is_capped_with_a_count(engine: Engine) -> None:
+    bundle = {"accounts": [{"id": 1, "name": "Acme"}],
+              "cost_entries": [{"id": n, "amount_cents": 1} for n in range(1, 1_006)]}
+    problems = refused(engine, bundle)
+    assert len(problems) == 1_001
+    assert problems[0] == "cost_entries[id=1].initiative_id: required"
+    assert problems[-1] == "bundle: 5 more problems not listed"
+
+
+def test_a_file_that_is_not_json_is_refused(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"accounts": [{"id": 1,, }]}')
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, path)
+    assert len(caught.value.problems) == 1
+    assert caught.value.problems[0].startswith("bundle: not valid JSON (")
+    path.write_text("[1, 2]")
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, path)
+    assert caught.value.problems == ["bundle: not a JSON object"]
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, tmp_path / "missing.json")
+    assert caught.value.problems[0].startswith("bundle: cannot read ")
+
+
+# --------------------------------------------------------------------------- references
+
+
+def test_references_across_accounts_are_refused(engine: Engine) -> None:
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["owner_id"] = 2
+    record(bundle, "cost_entries", 18)["vendor_id"] = 3
+    record(bundle, "cost_entries", 17)["account_id"] = 2
+    record(bundle, "decisions", 9)["initiative_id"] = 7
+    record(bundle, "budget_versions", 41)["set_by_id"] = 2
+    record(bundle, "value_entries", 21)["source"] = {"connection_id": 4}
+    record(bundle, "initiatives", 7)["owner_id"] = 1
+    record(bundle, "observations", 31)["initiative_id"] = 7
+    problems = refused(engine, bundle)
+    assert sorted(problems) == sorted([
+        "initiatives[id=5].owner_id: no user 2 in account 1",
+        "initiatives[id=7].owner_id: no user 1 in account 2",
+        "budget_versions[id=41].set_by_id: no user 2 in account 1",
+        "decisions[id=9].initiative_id: no initiative 7 in account 1",
+        "cost_entries[id=17].account_id: initiative 5 is in account 1, not 2",
+        "cost_entries[id=18].vendor_id: no vendor 3 in account 1",
+        "observations[id=31].metric_id: no metric 6 in account 2",
+    ])
+    # The connection of value entry 21 is in its own account: no problem there.
+
+
+def test_references_resolve_against_rows_already_stored(engine: Engine) -> None:
+    loaded(engine)
+    report = loaded(engine, {
+        "cost_entries": [{"id": 40, "initiative_id": 5, "amount_cents": 10, "currency": "EUR",
+                          "vendor_id": 1, "source": {"connection_id": 4}}],
+        "initiatives": [{"id": 8, "account_id": 1, "title": "New", "stage": "identified",
+                         "owner_id": 1}],
+    })
+    assert (report.inserted["cost_entries"], report.inserted["initiatives"]) == (1, 1)
+    problems = refused(engine, {"cost_entries": [
+        {"id": 41, "initiative_id": 7, "amount_cents": 10, "vendor_id": 1}]})
+    assert problems == ["cost_entries[id=41].vendor_id: no vendor 1 in account 2"]
+
+
+def test_an_id_that_belongs_to_another_account_is_refused(engine: Engine) -> None:
+    loaded(engine)
+    problems = refused(engine, {
+        "initiatives": [{"id": 5, "account_id": 2, "title": "Taken", "stage": "live"}],
+        "users": [{"id": 1, "account_id": 2, "name": "Ada", "role": "member"}],
+        "cost_entries": [{"id": 17, "initiative_id": 7, "amount_cents": 1}],
+        "vendors": [{"id": 3, "account_id": 1, "name": "Mistral AI"}],
+    })
+    assert sorted(problems) == sorted([
+        "users[id=1].account_id: id 1 belongs to another account",
+        "vendors[id=3].account_id: id 3 belongs to another account",
+        "initiatives[id=5].account_id: id 5 belongs to another account",
+        "cost_entries[id=17].account_id: id 17 belongs to another account",
+    ])
+
+
+def test_a_token_issued_to_another_user_is_refused(engine: Engine) -> None:
+    loaded(engine)
+    problems = refused(engine, {"tokens": [{"user_id": 2, "token": SECRET}]})
+    assert problems == ["tokens[user_id=2].token: this token is already issued to another user"]
+
+
+def test_a_currency_without_fx_rate_is_refused_naming_it(engine: Engine) -> None:
+    bundle = base_bundle()
+    record(bundle, "cost_entries", 18)["currency"] = "GBP"
+    record(bundle, "value_entries", 21)["currency"] = "JPY"
+    record(bundle, "initiatives", 5)["currency"] = "CHF"
+    record(bundle, "decisions", 9)["currency"] = "SEK"
+    # Account 2's own currency needs no rate; account 1's EUR rate does not serve account 2.
+    bundle["cost_entries"].append({"id": 19, "initiative_id": 7, "amount_cents": 5,
+                                   "currency": "EUR"})
+    bundle["cost_entries"].append({"id": 20, "initiative_id": 7, "amount_cents": 5,
+                                   "currency": "USD"})
+    problems = refused(engine, bundle)
+    assert sorted(problems) == sorted([
+        "cost_entries[id=18].currency: no FX rate for GBP in account 1",
+        "value_entries[id=21].currency: no FX rate for JPY in account 1",
+        "initiatives[id=5].currency: no FX rate for CHF in account 1",
+        "decisions[id=9].currency: no FX rate for SEK in account 1",
+        "cost_entries[id=20].currency: no FX rate for USD in account 2",
+    ])
+
+
+def test_an_fx_rate_already_stored_serves_a_later_bundle(engine: Engine) -> None:
+    loaded(engine)
+    report = loaded(engine, {"cost_entries": [
+        {"id": 30, "initiative_id": 5, "amount_cents": 2_000, "currency": "EUR"}]})
+    assert report.inserted["cost_entries"] == 1
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def test_a_decision_never_changes_once_written(engine: Engine) -> None:
+    loaded(engine)
+    bundle = base_bundle()
+    record(bundle, "decisions", 9).update(rationale="Deflection tripled.", roi=1.5)
+    problems = refused(engine, bundle)
+    assert sorted(problems) == [
+        "decisions[id=9].rationale: a decision never changes once written",
+        "decisions[id=9].roi: a decision never changes once written",
+    ]
+    report = loaded(engine, now=LATER)
+    assert report.unchanged["decisions"] == 1
+    assert one(engine, tables.decisions, id=9)["updated_at"] == NOW
+
+
+# --------------------------------------------------------------------------- deletes
+
+
+def test_deleting_an_initiative_removes_its_records_and_unlinks_its_decisions(
+    engine: Engine,
+) -> None:
+    loaded(engine)
+    report = loaded(engine, {"delete": {"initiatives": [5, 404]}}, now=LATER)
+    assert {k: v for k, v in report.deleted.items() if v} == {
+        "initiatives": 1, "cost_entries": 2, "value_entries": 1, "observations": 1,
+        "budget_versions": 1, "initiative_notes": 1,
+    }
+    for table in (tables.cost_entries, tables.value_entries, tables.observations,
+                  tables.budget_versions, tables.initiative_notes):
+        assert rows(engine, table, initiative_id=5) == []
+    assert rows(engine, tables.initiatives, id=5) == []
+    decision = one(engine, tables.decisions, id=9)
+    assert decision["initiative_id"] is None
+    assert decision["updated_at"] == NOW
+    # Deleting again is a no-op; the original bundle's decision still reads as unchanged.
+    assert loaded(engine, {"delete": {"initiatives": [5]}}).totals()["deleted"] == 0
+    bundle = base_bundle()
+    del bundle["decisions"]
+    loaded(engine, bundle, now=LATER)
+    assert loaded(engine, {"decisions": base_bundle()["decisions"]}).unchanged["decisions"] == 1
+
+
+def test_deleting_records_by_kind(engine: Engine) -> None:
+    loaded(engine)
+    report = loaded(engine, {"delete": {
+        "cost_entries": [17], "value_entries": [21], "observations": [31], "metrics": [6],
+        "integrations": [4], "assessments": [61], "budget_versions": [41],
+        "initiative_notes": [51], "fx_rates": [1],
+    }})
+    assert report.totals()["deleted"] == 8
+    assert [r["id"] for r in rows(engine, tables.cost_entries)] == [18]
+    assert rows(engine, tables.metrics) == []
+    assert len(rows(engine, tables.fx_rates)) == 1
+
+
+def test_a_reference_to_a_row_deleted_in_the_same_bundle_is_refused(engine: Engine) -> None:
+    loaded(engine)
+    problems = refused(engine, {
+        "delete": {"initiatives": [5]},
+        "cost_entries": [{"id": 90, "initiative_id": 5, "amount_cents": 1}],
+    })
+    assert problems == ["cost_entries[id=90].initiative_id: no initiative 5"]
+
+
+def test_deletes_are_applied_before_upserts(engine: Engine) -> None:
+    loaded(engine)
+    report = loaded(engine, {
+        "delete": {"cost_entries": [17]},
+        "cost_entries": [{"id": 17, "initiative_id": 5, "amount_cents": 3}],
+    }, now=LATER)
+    assert (report.deleted["cost_entries"], report.inserted["cost_entries"]) == (1, 1)
+    assert one(engine, tables.cost_entries, id=17)["created_at"] == LATER
+
+
+# --------------------------------------------------------------------------- vendors
+
+
+def test_a_vendor_name_resolves_case_insensitively_or_creates_a_vendor(engine: Engine) -> None:
+    bundle = base_bundle()
+    bundle["cost_entries"] += [
+        {"id": 19, "initiative_id": 5, "amount_cents": 1, "vendor_name": "  ANTHROPIC "},
+        {"id": 20, "initiative_id": 5, "amount_cents": 1, "vendor_name": "Kestrel Partners"},
+        {"id": 22, "initiative_id": 5, "amount_cents": 1, "vendor_name": "kestrel partners"},
+        {"id": 23, "initiative_id": 7, "amount_cents": 1, "vendor_name": "Kestrel Partners"},
+        {"id": 24, "initiative_id": 5, "amount_cents": 1},
+    ]
+    report = loaded(engine, bundle)
+    assert report.inserted["vendors"] == 5  # three given, two created
+    vendor = {r["id"]: r["vendor_id"] for r in rows(engine, tables.cost_entries)}
+    assert vendor == {17: 1, 18: 2, 19: 2, 20: 4, 22: 4, 23: 5, 24: None}
+    created = rows(engine, tables.vendors, name="Kestrel Partners")
+    assert [(v["id"], v["account_id"], v["created_at"]) for v in created] == [
+        (4, 1, NOW), (5, 2, NOW)]
+    # The names as recorded are left alone.
+    assert one(engine, tables.cost_entries, id=19)["vendor_name"] == "  ANTHROPIC "
+    # Reloading resolves to the same vendors: nothing changes, nothing is created.
+    again = loaded(engine, bundle, now=LATER)
+    assert again.inserted["vendors"] == 0
+    assert again.unchanged["cost_entries"] == 7
+
+
+def test_a_merged_vendor_is_followed_to_the_one_it_was_merged_into(engine: Engine) -> None:
+    bundle = base_bundle()
+    bundle["vendors"] += [
+        {"id": 10, "account_id": 1, "name": "AWS", "merged_into_id": 11},
+        {"id": 11, "account_id": 1, "name": "Amazon Web Services Inc", "merged_into_id": 12},
+        {"id": 12, "account_id": 1, "name": "Amazon Web Services"},
+    ]
+    bundle["cost_entries"] += [
+        {"id": 19, "initiative_id": 5, "amount_cents": 1, "vendor_name": "aws"},
+        {"id": 20, "initiative_id": 5, "amount_cents": 1, "vendor_id": 10},
+    ]
+    loaded(engine, bundle)
+    assert one(engine, tables.cost_entries, id=19)["vendor_id"] == 12
+    assert one(engine, tables.cost_entries, id=20)["vendor_id"] == 12
+
+
+def test_merging_a_vendor_repoints_existing_entries(engine: Engine) -> None:
+    loaded(engine)
+    assert one(engine, tables.cost_entries, id=17)["vendor_id"] == 1
+    report = loaded(engine, {"vendors": [
+        {"id": 1, "account_id": 1, "name": "OpenAI", "merged_into_id": 2}]}, now=LATER)
+    assert report.updated == {**dict.fromkeys(report.updated, 0), "vendors": 1, "cost_entries": 1}
+    entry = one(engine, tables.cost_entries, id=17)
+    assert (entry["vendor_id"], entry["vendor_name"], entry["updated_at"]) == (2, "openai", LATER)
+    assert one(engine, tables.cost_entries, id=18)["updated_at"] == NOW
+
+
+def test_a_merge_cycle_is_refused(engine: Engine) -> None:
+    loaded(engine)
+    problems = refused(engine, {"vendors": [
+        {"id": 1, "account_id": 1, "name": "OpenAI", "merged_into_id": 2},
+        {"id": 2, "account_id": 1, "name": "Anthropic", "merged_into_id": 1},
+    ]})
+    assert sorted(problems) == [
+        "vendors[id=1].merged_into_id: merging into vendor 2 makes a cycle",
+        "vendors[id=2].merged_into_id: merging into vendor 1 makes a cycle",
+    ]
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def test_tokens_are_stored_hashed_never_in_clear(engine: Engine) -> None:
+    bundle = base_bundle()
+    bundle["tokens"][0].update(expires_at="2026-06-01T00:00:00Z")
+    loaded(engine, bundle)
+    token = one(engine, tables.tokens, user_id=1)
+    assert token["token_hash"] == hash_token(SECRET)
+    assert token["prefix"] == shown_prefix(SECRET)
+    assert token["expires_at"] == datetime(2026, 6, 1)
+    assert token["created_at"] == NOW
+    for table_rows in snapshot(engine).values():
+        for row in table_rows:
+            assert not any(isinstance(v, str) and SECRET in v for v in row)
+    # Revoking through a later bundle updates the same token.
+    bundle["tokens"][0]["revoked_at"] = "2026-03-02T00:00:00Z"
+    assert loaded(engine, bundle, now=LATER).updated["tokens"] == 1
+    assert one(engine, tables.tokens, user_id=1)["revoked_at"] == datetime(2026, 3, 2)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _write(path: Path, bundle: Bundle) -> Path:
+    text = json.dumps(bundle)
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt", encoding="utf-8") as out:
+            out.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", ["bundle.json", "bundle.json.gz"])
+def test_a_file_loads_like_the_dict(engine: Engine, tmp_path: Path, name: str) -> None:
+    path = _write(tmp_path / name, base_bundle())
+    calls: list[tuple[int, int]] = []
+    report = load_bundle(engine, str(path), now=NOW, progress=lambda d, t: calls.append((d, t)))
+    assert {k: v for k, v in report.inserted.items() if v} == BASE_COUNTS
+    assert calls[-1][0] == calls[-1][1] == 2 * path.stat().st_size
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    # What the file wrote is exactly what the dict describes.
+    assert loaded(engine, now=LATER).totals()["unchanged"] == 21
+
+
+def test_a_dict_reports_progress_in_records(engine: Engine) -> None:
+    calls: list[tuple[int, int]] = []
+    load_bundle(engine, base_bundle(), now=NOW, progress=lambda d, t: calls.append((d, t)))
+    assert calls[-1] == (42, 42)  # 21 records, read twice
+
+
+def test_an_fx_rate_given_as_a_json_number_keeps_its_digits(
+    engine: Engine, tmp_path: Path
+) -> None:
+    bundle = base_bundle()
+    path = tmp_path / "rates.json"
+    text = json.dumps(bundle).replace('"rate": "1.0850"', '"rate": 1.0850')
+    assert '"rate": 1.0850' in text
+    path.write_text(text)
+    load_bundle(engine, path, now=NOW)
+    assert one(engine, tables.fx_rates, account_id=1)["rate"] == "1.0850"
+
+
+@pytest.mark.parametrize("kinds", [("cost_entries",), ("cost_entries", "value_entries")])
+def test_a_large_file_streams_in_batches(engine: Engine, tmp_path: Path,
+                                         kinds: tuple[str, ...]) -> None:
+    bundle = base_bundle()
+    bundle["cost_entries"] = [
+        {"id": 1000 + n, "initiative_id": 5, "amount_cents": n, "currency": "EUR",
+         "vendor_name": f"Vendor {n % 3}", "period_start": "2026-02-01"}
+        for n in range(2_500)
+    ]
+    bundle["value_entries"] = [
+        {"id": 5000 + n, "initiative_id": 5, "amount_cents": n, "status": "approved"}
+        for n in range(1_200)
+    ]
+    for big in ("value_entries", "observations"):
+        if big not in kinds:
+            del bundle[big]  # one big key: the file is streamed again by ijson's C pipeline
+    path = _write(tmp_path / "large.json.gz", bundle)
+    report = load_bundle(engine, path, now=NOW)
+    assert report.inserted["cost_entries"] == 2_500
+    assert report.inserted["vendors"] == 3 + 3
+    again = load_bundle(engine, path, now=LATER)
+    assert again.unchanged["cost_entries"] == 2_500
+    assert again.totals()["inserted"] == again.totals()["updated"] == 0
+    bundle["cost_entries"][1_700]["amount_cents"] = -1
+    bundle["cost_entries"][2_100]["currency"] = "GBP"
+    bundle["cost_entries"][2_200]["initiative_id"] = 7
+    problems = refused(engine, _write(tmp_path / "refused.json", bundle))
+    assert sorted(problems) == [
+        "cost_entries[id=3100].currency: no FX rate for GBP in account 1",
+        "cost_entries[id=3200].account_id: id 3200 belongs to another account",
+    ]
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+needs_reporting = pytest.mark.skipif(
+    "account_amount_cents" not in tables.cost_entries.c,
+    reason="the store has no derived reporting columns",
+)
+
+
+@needs_reporting
+def test_entries_carry_their_date_and_amount_in_account_currency(engine: Engine) -> None:
+    bundle = base_bundle()
+    bundle["cost_entries"].append({"id": 19, "initiative_id": 5, "amount_cents": 333})
+    loaded(engine, bundle)
+    entry = one(engine, tables.cost_entries, id=17)
+    # 1,000 EUR cents at 1.0850 USD per EUR.
+    assert entry["account_amount_cents"] == 1_085
+    assert str(entry["entry_date"]) == "2026-02-01"
+    assert str(entry["entry_month"]) == "2026-02-01"
+    undated = one(engine, tables.cost_entries, id=19)  # SEMANTICS R2: the created_at date
+    assert (str(undated["entry_date"]), undated["account_amount_cents"]) == ("2026-03-01", 333)
+
+
+@needs_reporting
+def test_a_new_fx_rate_converts_stored_entries_again_without_touching_them(
+    engine: Engine,
+) -> None:
+    loaded(engine)
+    report = loaded(engine, {"fx_rates": [
+        {"account_id": 1, "currency": "EUR", "rate": "1.2000", "effective_from": "2026-02-01"}]},
+        now=LATER)
+    assert report.inserted["fx_rates"] == 1
+    entry = one(engine, tables.cost_entries, id=17)
+    # 1,000 EUR cents on 2026-02-01 now at 1.2000.
+    assert entry["account_amount_cents"] == 1_200
+    assert entry["updated_at"] == NOW
