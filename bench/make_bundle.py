@@ -46,8 +46,18 @@ def write_bundle(path: Path, *, cost_entries: int, initiatives: int, seed: int =
             out,
             "fx_rates",
             [
-                {"account_id": ACCOUNT_ID, "currency": "EUR", "rate": "1.08", "effective_from": "2024-01-01"},
-                {"account_id": ACCOUNT_ID, "currency": "EUR", "rate": "1.12", "effective_from": "2025-01-01"},
+                {
+                    "account_id": ACCOUNT_ID,
+                    "currency": "EUR",
+                    "rate": "1.08",
+                    "effective_from": "2024-01-01",
+                },
+                {
+                    "account_id": ACCOUNT_ID,
+                    "currency": "EUR",
+                    "rate": "1.12",
+                    "effective_from": "2025-01-01",
+                },
             ],
         )
         _write_array(

@@ -130,7 +130,9 @@ def main() -> None:
         targets.append(("postgresql", url))
     try:
         for name, url in targets:
-            figures = load(url, bundle, args.cost_entries) | time_pages(url, args.cost_entries, args.repeats)
+            figures = load(url, bundle, args.cost_entries) | time_pages(
+                url, args.cost_entries, args.repeats
+            )
             print(name, " ".join(f"{k}={v:,.2f}" for k, v in figures.items()), flush=True)
     finally:
         if scratch:

@@ -32,15 +32,37 @@ def budgets(engine: Engine) -> dict[str, Any]:
 
     # B1: a revision in April, a pending and a rejected version that change nothing.
     b1 = b.initiative(acct, title="B1 revised")
-    b.budget_version(b1, effective_from="2026-01-10", capex_cents=50_000, opex_cents=3_000,
-                     approved_at="2025-12-20T10:00:00Z", source="approval", set_by_id=owner)
-    v2 = b.budget_version(b1, effective_from="2026-04-01", capex_cents=60_000, opex_cents=12_000,
-                          opex_cadence="quarterly", approved_at="2026-03-25T10:00:00Z",
-                          source="revision", reason="Second region", set_by_id=owner)
-    b.budget_version(b1, effective_from="2026-06-01", opex_cents=100_000, status="pending",
-                     source="revision")
-    b.budget_version(b1, effective_from="2026-02-01", capex_cents=1, opex_cents=1,
-                     status="rejected", source="revision")
+    b.budget_version(
+        b1,
+        effective_from="2026-01-10",
+        capex_cents=50_000,
+        opex_cents=3_000,
+        approved_at="2025-12-20T10:00:00Z",
+        source="approval",
+        set_by_id=owner,
+    )
+    v2 = b.budget_version(
+        b1,
+        effective_from="2026-04-01",
+        capex_cents=60_000,
+        opex_cents=12_000,
+        opex_cadence="quarterly",
+        approved_at="2026-03-25T10:00:00Z",
+        source="revision",
+        reason="Second region",
+        set_by_id=owner,
+    )
+    b.budget_version(
+        b1, effective_from="2026-06-01", opex_cents=100_000, status="pending", source="revision"
+    )
+    b.budget_version(
+        b1,
+        effective_from="2026-02-01",
+        capex_cents=1,
+        opex_cents=1,
+        status="rejected",
+        source="revision",
+    )
     b.cost_entry(b1, amount_cents=55_000, cost_category="capex", period_start="2026-02-15")
     for month, cents in ((1, 2_000), (2, 3_500), (3, 3_100), (4, 4_500), (5, 4_100)):
         b.cost_entry(b1, amount_cents=cents, period_start=f"2026-{month:02d}-05")
@@ -51,15 +73,25 @@ def budgets(engine: Engine) -> dict[str, Any]:
 
     # B2: over on both halves since May.
     b2 = b.initiative(acct, title="B2 over")
-    b.budget_version(b2, effective_from="2026-05-01", capex_cents=1_000, opex_cents=1_000,
-                     approved_at="2026-04-20T00:00:00Z")
+    b.budget_version(
+        b2,
+        effective_from="2026-05-01",
+        capex_cents=1_000,
+        opex_cents=1_000,
+        approved_at="2026-04-20T00:00:00Z",
+    )
     b.cost_entry(b2, amount_cents=2_000, cost_category="capex", period_start="2026-05-02")
     b.cost_entry(b2, amount_cents=2_500, period_start="2026-05-03")
 
     # B3: a budget that starts next month (scheduled), with pilot spend already.
     b3 = b.initiative(acct, title="B3 scheduled")
-    b.budget_version(b3, effective_from="2026-07-01", capex_cents=10_000, opex_cents=5_000,
-                     approved_at="2026-06-01T00:00:00Z")
+    b.budget_version(
+        b3,
+        effective_from="2026-07-01",
+        capex_cents=10_000,
+        opex_cents=5_000,
+        approved_at="2026-06-01T00:00:00Z",
+    )
     b.cost_entry(b3, amount_cents=300, period_start="2026-06-01")
 
     # B4: no budget at all.
@@ -68,15 +100,25 @@ def budgets(engine: Engine) -> dict[str, Any]:
 
     # B5: an EUR initiative; USD spend is converted into EUR (R4, R5).
     b5 = b.initiative(acct, title="B5 euro", currency="EUR")
-    b.budget_version(b5, effective_from="2026-06-01", opex_cents=1_000,
-                     approved_at="2026-05-30T00:00:00Z")
+    b.budget_version(
+        b5, effective_from="2026-06-01", opex_cents=1_000, approved_at="2026-05-30T00:00:00Z"
+    )
     b.cost_entry(b5, amount_cents=900, currency="EUR", period_start="2026-06-02")
     b.cost_entry(b5, amount_cents=1_200, currency="USD", period_start="2026-06-03")
 
     sample = b.initiative(acct, title="Sample", is_sample=True)
     b.load(engine)
-    return {"token": token, "b1": b1, "v2": v2, "b2": b2, "b3": b3, "b4": b4, "b5": b5,
-            "sample": sample, "owner": owner}
+    return {
+        "token": token,
+        "b1": b1,
+        "v2": v2,
+        "b2": b2,
+        "b3": b3,
+        "b4": b4,
+        "b5": b5,
+        "sample": sample,
+        "owner": owner,
+    }
 
 
 def rows(client: TestClient[Litestar], token: str, **params: Any) -> dict[int, dict[str, Any]]:
@@ -140,8 +182,14 @@ def test_scheduled_budget(client_at: MakeClient, budgets: dict[str, Any]) -> Non
     row = rows(client_at(TODAY), budgets["token"])[budgets["b3"]]
     # SEMANTICS R18, R25: starts in July, after cur; nothing has begun.
     assert (row["budgeted"], row["status"], row["over_parts"]) == (True, "scheduled", [])
-    for field in ("capex_budget_cents", "capex_actual_cents", "opex_budget_to_date_cents",
-                  "opex_actual_cents", "budget_to_date_cents", "actual_to_date_cents"):
+    for field in (
+        "capex_budget_cents",
+        "capex_actual_cents",
+        "opex_budget_to_date_cents",
+        "opex_actual_cents",
+        "budget_to_date_cents",
+        "actual_to_date_cents",
+    ):
         assert row[field] == 0, field
     assert row["spent_before_budget_cents"] == 300
     assert row["current_version"] is None
@@ -158,8 +206,12 @@ def test_unbudgeted_row(client_at: MakeClient, budgets: dict[str, Any]) -> None:
     assert (row["budgeted"], row["status"], row["over_parts"]) == (False, "no_budget", [])
     amounts = [k for k, v in row.items() if k.endswith("_cents") and v is not None]
     assert amounts and all(row[k] == 0 for k in amounts)
-    for field in ("used_ratio", "actual_monthly_run_rate_cents", "budget_started_on",
-                  "current_version"):
+    for field in (
+        "used_ratio",
+        "actual_monthly_run_rate_cents",
+        "budget_started_on",
+        "current_version",
+    ):
         assert row[field] is None, field
 
 
@@ -177,11 +229,15 @@ def test_one_row_per_initiative_and_filters(client_at: MakeClient, budgets: dict
     everything = rows(client, token)
     assert set(everything) == {budgets[k] for k in ("b1", "b2", "b3", "b4", "b5")}
     assert budgets["sample"] in rows(client, token, include_sample="true")
-    assert set(rows(client, token, budgeted="true")) == {budgets[k] for k in ("b1", "b2", "b3", "b5")}
+    assert set(rows(client, token, budgeted="true")) == {
+        budgets[k] for k in ("b1", "b2", "b3", "b5")
+    }
     assert set(rows(client, token, initiative_id=budgets["b2"])) == {budgets["b2"]}
 
 
-def test_budgeted_filter_applies_after_paging(client_at: MakeClient, budgets: dict[str, Any]) -> None:
+def test_budgeted_filter_applies_after_paging(
+    client_at: MakeClient, budgets: dict[str, Any]
+) -> None:
     # SPEC 4.A.10: a page may hold fewer rows than limit while has_more is still true.
     client = client_at(TODAY)
     seen: list[int] = []
@@ -201,16 +257,22 @@ def test_budgeted_filter_applies_after_paging(client_at: MakeClient, budgets: di
     assert short_page_with_more  # b4 (unbudgeted) sits among the first four initiatives
 
 
-def test_budgets_refuses_updated_since_and_foreign_ids(client_at: MakeClient,
-                                                       budgets: dict[str, Any]) -> None:
+def test_budgets_refuses_updated_since_and_foreign_ids(
+    client_at: MakeClient, budgets: dict[str, Any]
+) -> None:
     client = client_at(TODAY)
     headers = bearer(budgets["token"])
-    response = client.get("/api/v1/budgets", params={"updated_since": "2026-01-01T00:00:00Z"},
-                          headers=headers)
+    response = client.get(
+        "/api/v1/budgets", params={"updated_since": "2026-01-01T00:00:00Z"}, headers=headers
+    )
     assert response.status_code == 400
     assert "updated_since" in response.json()["error"]["message"]
-    assert client.get("/api/v1/budgets", params={"initiative_id": 999_999},
-                      headers=headers).status_code == 404
+    assert (
+        client.get(
+            "/api/v1/budgets", params={"initiative_id": 999_999}, headers=headers
+        ).status_code
+        == 404
+    )
 
 
 def test_fiscal_year_starting_in_april(engine: Engine, client_at: MakeClient) -> None:
@@ -219,8 +281,13 @@ def test_fiscal_year_starting_in_april(engine: Engine, client_at: MakeClient) ->
     acct = b.account(fiscal_year_start_month=4)
     token = b.token(b.user(acct))
     init = b.initiative(acct)
-    b.budget_version(init, effective_from="2025-10-01", opex_cents=1_200, opex_cadence="annually",
-                     approved_at="2025-09-01T00:00:00Z")
+    b.budget_version(
+        init,
+        effective_from="2025-10-01",
+        opex_cents=1_200,
+        opex_cadence="annually",
+        approved_at="2025-09-01T00:00:00Z",
+    )
     b.cost_entry(init, amount_cents=70, period_start="2025-04-02")  # in the FY, before the budget
     b.cost_entry(init, amount_cents=90, period_start="2025-03-31")  # the previous FY
     b.cost_entry(init, amount_cents=110, period_start="2026-01-15")

@@ -35,10 +35,8 @@ def base_bundle() -> Bundle:
             {"id": 2, "name": "Globex", "currency": "EUR", "internal": True},
         ],
         "users": [
-            {"id": 1, "account_id": 1, "name": "Ada", "email": "ada@acme.example",
-             "role": "owner"},
-            {"id": 2, "account_id": 2, "name": "Bo", "email": "bo@globex.example",
-             "role": "admin"},
+            {"id": 1, "account_id": 1, "name": "Ada", "email": "ada@acme.example", "role": "owner"},
+            {"id": 2, "account_id": 2, "name": "Bo", "email": "bo@globex.example", "role": "admin"},
         ],
         "tokens": [{"user_id": 1, "token": SECRET}],
         "fx_rates": [
@@ -50,48 +48,112 @@ def base_bundle() -> Bundle:
             {"id": 3, "account_id": 2, "name": "Mistral AI"},
         ],
         "integrations": [
-            {"id": 4, "account_id": 1, "platform": "openai", "status": "active",
-             "auth_type": "api_key", "credentials": {"api_key": "sk-test"},
-             "primary_source_categories": ["ai_usage"], "metric_categories": ["ai_usage"]},
+            {
+                "id": 4,
+                "account_id": 1,
+                "platform": "openai",
+                "status": "active",
+                "auth_type": "api_key",
+                "credentials": {"api_key": "sk-test"},
+                "primary_source_categories": ["ai_usage"],
+                "metric_categories": ["ai_usage"],
+            },
         ],
-        "metrics": [{"id": 6, "account_id": 1, "metric_key": "tickets_deflected",
-                     "name": "Tickets deflected"}],
+        "metrics": [
+            {
+                "id": 6,
+                "account_id": 1,
+                "metric_key": "tickets_deflected",
+                "name": "Tickets deflected",
+            }
+        ],
         "initiatives": [
-            {"id": 5, "account_id": 1, "title": "Support triage bot", "stage": "live",
-             "owner_id": 1},
+            {
+                "id": 5,
+                "account_id": 1,
+                "title": "Support triage bot",
+                "stage": "live",
+                "owner_id": 1,
+            },
             {"id": 7, "account_id": 2, "title": "Contract review", "stage": "reviewing"},
         ],
         "initiative_notes": [{"id": 51, "initiative_id": 5, "author_id": 1, "body": "Kick-off"}],
         "budget_versions": [
-            {"id": 41, "initiative_id": 5, "effective_from": "2026-01-01", "capex_cents": 500_000,
-             "opex_cents": 20_000, "status": "approved", "set_by_id": 1},
+            {
+                "id": 41,
+                "initiative_id": 5,
+                "effective_from": "2026-01-01",
+                "capex_cents": 500_000,
+                "opex_cents": 20_000,
+                "status": "approved",
+                "set_by_id": 1,
+            },
         ],
         "cost_entries": [
-            {"id": 17, "initiative_id": 5, "amount_cents": 1_000, "currency": "EUR",
-             "cost_type": "tokens", "period_start": "2026-02-01", "vendor_name": "openai"},
-            {"id": 18, "initiative_id": 5, "amount_cents": 50_000, "cost_type": "implementation",
-             "period_start": "2026-01-15", "vendor_id": 2},
+            {
+                "id": 17,
+                "initiative_id": 5,
+                "amount_cents": 1_000,
+                "currency": "EUR",
+                "cost_type": "tokens",
+                "period_start": "2026-02-01",
+                "vendor_name": "openai",
+            },
+            {
+                "id": 18,
+                "initiative_id": 5,
+                "amount_cents": 50_000,
+                "cost_type": "implementation",
+                "period_start": "2026-01-15",
+                "vendor_id": 2,
+            },
         ],
         "value_entries": [
-            {"id": 21, "initiative_id": 5, "amount_cents": 90_000, "status": "approved",
-             "period_start": "2026-02-01"},
+            {
+                "id": 21,
+                "initiative_id": 5,
+                "amount_cents": 90_000,
+                "status": "approved",
+                "period_start": "2026-02-01",
+            },
         ],
         "observations": [
             {"id": 31, "metric_id": 6, "initiative_id": 5, "value": 120.5, "role": "baseline"},
         ],
         "decisions": [
-            {"id": 9, "account_id": 1, "initiative_id": 5, "subject_title": "Support triage bot",
-             "outcome": "scale", "rationale": "Deflection doubled.", "stage_before": "live",
-             "stage_after": "live", "decided_at": "2026-02-20T10:00:00Z", "decided_by_id": 1},
+            {
+                "id": 9,
+                "account_id": 1,
+                "initiative_id": 5,
+                "subject_title": "Support triage bot",
+                "outcome": "scale",
+                "rationale": "Deflection doubled.",
+                "stage_before": "live",
+                "stage_after": "live",
+                "decided_at": "2026-02-20T10:00:00Z",
+                "decided_by_id": 1,
+            },
         ],
         "assessments": [{"id": 61, "account_id": 1, "title": "AI readiness", "status": "active"}],
     }
 
 
 BASE_COUNTS = {
-    "accounts": 2, "users": 2, "tokens": 1, "fx_rates": 1, "vendors": 3, "integrations": 1,
-    "metrics": 1, "initiatives": 2, "initiative_notes": 1, "budget_versions": 1,
-    "cost_entries": 2, "value_entries": 1, "observations": 1, "decisions": 1, "assessments": 1,
+    "accounts": 2,
+    "users": 2,
+    "tokens": 1,
+    "fx_rates": 1,
+    "vendors": 3,
+    "integrations": 1,
+    "metrics": 1,
+    "initiatives": 2,
+    "initiative_notes": 1,
+    "budget_versions": 1,
+    "cost_entries": 2,
+    "value_entries": 1,
+    "observations": 1,
+    "decisions": 1,
+    "assessments": 1,
 }
 
 
@@ -149,7 +211,10 @@ def test_a_valid_bundle_inserts_every_record(engine: Engine) -> None:
     assert initiative["updated_at"] == NOW
     account = one(engine, tables.accounts, id=1)
     assert (account["api_access"], account["fiscal_year_start_month"], account["internal"]) == (
-        True, 1, False)
+        True,
+        1,
+        False,
+    )
     # Entries take their account from their initiative.
     assert one(engine, tables.cost_entries, id=17)["account_id"] == 1
     assert one(engine, tables.observations, id=31)["metric_key"] == "tickets_deflected"
@@ -216,12 +281,15 @@ def test_datetimes_are_stored_utc_truncated_to_the_millisecond(engine: Engine) -
     record(bundle, "value_entries", 21)["approved_at"] = "2026-02-03T04:05:06"
     loaded(engine, bundle, now=datetime(2026, 3, 1, 12, 0, 0, 456_789))
     assert one(engine, tables.decisions, id=9)["decided_at"] == datetime(
-        2026, 2, 20, 10, 0, 0, 123_000)
+        2026, 2, 20, 10, 0, 0, 123_000
+    )
     assert one(engine, tables.initiatives, id=5)["went_live_at"] == datetime(
-        2026, 2, 1, 14, 30, 0, 999_000)
+        2026, 2, 1, 14, 30, 0, 999_000
+    )
     assert one(engine, tables.value_entries, id=21)["approved_at"] == datetime(2026, 2, 3, 4, 5, 6)
     assert one(engine, tables.metrics, id=6)["created_at"] == datetime(
-        2026, 3, 1, 12, 0, 0, 456_000)
+        2026, 3, 1, 12, 0, 0, 456_000
+    )
 
 
 def test_derived_fields_are_computed_and_served_only_fields_ignored(engine: Engine) -> None:
@@ -229,15 +297,31 @@ def test_derived_fields_are_computed_and_served_only_fields_ignored(engine: Engi
     bundle["cost_entries"] += [
         {"id": 19, "initiative_id": 5, "amount_cents": 700, "cost_type": "Consulting"},
         {"id": 20, "initiative_id": 5, "amount_cents": 800},
-        {"id": 22, "initiative_id": 5, "amount_cents": 900, "cost_type": "training",
-         "cost_category": "opex"},
+        {
+            "id": 22,
+            "initiative_id": 5,
+            "amount_cents": 900,
+            "cost_type": "training",
+            "cost_category": "opex",
+        },
     ]
     bundle["value_entries"] += [
-        {"id": 23, "initiative_id": 5, "amount_cents": 1, "status": "draft",
-         "counts_toward_roi": False, "source": {"type": "sync", "connection_id": 4}},
+        {
+            "id": 23,
+            "initiative_id": 5,
+            "amount_cents": 1,
+            "status": "draft",
+            "counts_toward_roi": False,
+            "source": {"type": "sync", "connection_id": 4},
+        },
         {"id": 24, "initiative_id": 5, "amount_cents": 2, "status": "draft", "formula_id": 7101},
-        {"id": 25, "initiative_id": 5, "amount_cents": 3, "status": "draft",
-         "provenance": "imported from the finance system"},
+        {
+            "id": 25,
+            "initiative_id": 5,
+            "amount_cents": 3,
+            "status": "draft",
+            "provenance": "imported from the finance system",
+        },
     ]
     decision = record(bundle, "decisions", 9)
     decision.update(outcome_label="Scale", stage_changed=False)
@@ -246,7 +330,9 @@ def test_derived_fields_are_computed_and_served_only_fields_ignored(engine: Engi
     assert category == {17: "opex", 18: "capex", 19: "capex", 20: "opex", 22: "opex"}
     provenance = {r["id"]: r["provenance"] for r in rows(engine, tables.value_entries)}
     assert provenance == {
-        21: "entered by hand", 23: "synced from a connection", 24: "calculated from a formula",
+        21: "entered by hand",
+        23: "synced from a connection",
+        24: "calculated from a formula",
         25: "imported from the finance system",
     }
 
@@ -260,31 +346,55 @@ def test_person_references_and_nested_or_flat_sources_are_accepted(engine: Engin
     del decision["decided_by_id"]
     decision["decided_by"] = {"id": 1, "name": "Ada"}
     bundle["integrations"][0]["connected_by"] = {"id": 1, "name": "Ada"}
-    bundle["initiative_notes"][0] = {"id": 51, "initiative_id": 5, "body": "Kick-off",
-                                     "author": {"id": 1, "name": "Ada"}}
+    bundle["initiative_notes"][0] = {
+        "id": 51,
+        "initiative_id": 5,
+        "body": "Kick-off",
+        "author": {"id": 1, "name": "Ada"},
+    }
     bundle["cost_entries"] += [
-        {"id": 19, "initiative_id": 5, "amount_cents": 1,
-         "source": {"type": "import", "ref": "INV-1", "connection_id": 4}},
-        {"id": 20, "initiative_id": 5, "amount_cents": 1,
-         "source_type": "import", "source_ref": "INV-1", "source_connection_id": 4},
+        {
+            "id": 19,
+            "initiative_id": 5,
+            "amount_cents": 1,
+            "source": {"type": "import", "ref": "INV-1", "connection_id": 4},
+        },
+        {
+            "id": 20,
+            "initiative_id": 5,
+            "amount_cents": 1,
+            "source_type": "import",
+            "source_ref": "INV-1",
+            "source_connection_id": 4,
+        },
     ]
     loaded(engine, bundle)
     assert one(engine, tables.initiatives, id=5)["owner_id"] == 1
     assert one(engine, tables.decisions, id=9)["decided_by_id"] == 1
     assert one(engine, tables.integrations, id=4)["connected_by_id"] == 1
     assert one(engine, tables.initiative_notes, id=51)["author_id"] == 1
-    sources = [(r["source_type"], r["source_ref"], r["source_connection_id"])
-               for r in rows(engine, tables.cost_entries) if r["id"] in (19, 20)]
+    sources = [
+        (r["source_type"], r["source_ref"], r["source_connection_id"])
+        for r in rows(engine, tables.cost_entries)
+        if r["id"] in (19, 20)
+    ]
     assert sources == [("import", "INV-1", 4), ("import", "INV-1", 4)]
 
 
 def test_observation_account_comes_from_its_metric_or_is_given(engine: Engine) -> None:
     loaded(engine)
-    bundle = {"observations": [
-        {"id": 32, "metric_id": 6, "value": 1.0, "role": "reading",
-         "observed_at": "2026-02-01T00:00:00Z"},
-        {"id": 33, "account_id": 2, "metric_key": "nps", "value": None},
-    ]}
+    bundle = {
+        "observations": [
+            {
+                "id": 32,
+                "metric_id": 6,
+                "value": 1.0,
+                "role": "reading",
+                "observed_at": "2026-02-01T00:00:00Z",
+            },
+            {"id": 33, "account_id": 2, "metric_key": "nps", "value": None},
+        ]
+    }
     report = loaded(engine, bundle)
     assert report.inserted["observations"] == 2
     assert one(engine, tables.observations, id=32)["account_id"] == 1
@@ -294,10 +404,12 @@ def test_observation_account_comes_from_its_metric_or_is_given(engine: Engine) -
 
 def test_fx_rates_upsert_by_account_currency_and_date(engine: Engine) -> None:
     loaded(engine)
-    bundle = {"fx_rates": [
-        {"account_id": 1, "currency": "EUR", "rate": "1.1", "effective_from": "2026-01-01"},
-        {"account_id": 1, "currency": "GBP", "rate": 1.2650, "effective_from": "2026-01-01"},
-    ]}
+    bundle = {
+        "fx_rates": [
+            {"account_id": 1, "currency": "EUR", "rate": "1.1", "effective_from": "2026-01-01"},
+            {"account_id": 1, "currency": "GBP", "rate": 1.2650, "effective_from": "2026-01-01"},
+        ]
+    }
     report = loaded(engine, bundle, now=LATER)
     assert (report.updated["fx_rates"], report.inserted["fx_rates"]) == (1, 1)
     stored = {(r["currency"], r["rate"]) for r in rows(engine, tables.fx_rates)}
@@ -342,121 +454,211 @@ PROBLEMS = [
     (_top("initiatives", {"id": 5}), "bundle: 'initiatives' must be an array"),
     (_top("delete", [5]), "bundle: 'delete' must be an object"),
     (_set("initiatives", 5, stauts="live"), "initiatives[id=5].stauts: unknown field"),
-    (_set("initiatives", 5, stage="liv"),
-     f"initiatives[id=5].stage: 'liv' is not one of {STAGES}"),
+    (_set("initiatives", 5, stage="liv"), f"initiatives[id=5].stage: 'liv' is not one of {STAGES}"),
     (_drop("initiatives", 5, "title"), "initiatives[id=5].title: required"),
     (_set("initiatives", 5, title=None), "initiatives[id=5].title: required"),
-    (_set("initiatives", 5, title="x" * 501),
-     "initiatives[id=5].title: longer than 500 characters"),
-    (_set("initiatives", 5, priority=2**31), "initiatives[id=5].priority: 2147483648 is out of "
-                                             "range (-2147483648 to 2147483647)"),
-    (_set("initiatives", 5, started_at="1700000000"),
-     "initiatives[id=5].started_at: '1700000000' is not an ISO 8601 date-time"),
-    (_set("initiatives", 5, closed_at="2026-02-01"),
-     "initiatives[id=5].closed_at: '2026-02-01' is not an ISO 8601 date-time"),
-    (_set("initiatives", 5, confidence_score="high"),
-     "initiatives[id=5].confidence_score: 'high' is not a number"),
-    (_set("initiatives", 5, owner={"id": 2, "name": "Bo"}),
-     "initiatives[id=5].owner: id 2 does not match owner_id 1"),
+    (
+        _set("initiatives", 5, title="x" * 501),
+        "initiatives[id=5].title: longer than 500 characters",
+    ),
+    (
+        _set("initiatives", 5, priority=2**31),
+        "initiatives[id=5].priority: 2147483648 is out of range (-2147483648 to 2147483647)",
+    ),
+    (
+        _set("initiatives", 5, started_at="1700000000"),
+        "initiatives[id=5].started_at: '1700000000' is not an ISO 8601 date-time",
+    ),
+    (
+        _set("initiatives", 5, closed_at="2026-02-01"),
+        "initiatives[id=5].closed_at: '2026-02-01' is not an ISO 8601 date-time",
+    ),
+    (
+        _set("initiatives", 5, confidence_score="high"),
+        "initiatives[id=5].confidence_score: 'high' is not a number",
+    ),
+    (
+        _set("initiatives", 5, owner={"id": 2, "name": "Bo"}),
+        "initiatives[id=5].owner: id 2 does not match owner_id 1",
+    ),
     (_drop("initiatives", 5, "account_id"), "initiatives[id=5].account_id: required"),
     (_set("initiatives", 5, account_id=3), "initiatives[id=5].account_id: no account 3"),
-    (_set("cost_entries", 17, amount_cents="1000"),
-     "cost_entries[id=17].amount_cents: '1000' is not an integer"),
-    (_set("cost_entries", 17, amount_cents=True),
-     "cost_entries[id=17].amount_cents: true is not an integer"),
-    (_set("cost_entries", 17, amount_cents=10.5),
-     "cost_entries[id=17].amount_cents: 10.5 is not an integer"),
-    (_set("cost_entries", 17, currency="eur"),
-     "cost_entries[id=17].currency: 'eur' is not a currency code (three upper-case letters)"),
-    (_set("cost_entries", 17, period_start="2026-02-30"),
-     "cost_entries[id=17].period_start: '2026-02-30' is not a date (YYYY-MM-DD)"),
-    (_set("cost_entries", 17, is_estimated="yes"),
-     "cost_entries[id=17].is_estimated: 'yes' is not a boolean (true or false)"),
-    (_set("cost_entries", 17, cost_category="running"),
-     "cost_entries[id=17].cost_category: 'running' is not one of capex, opex"),
-    (_set("cost_entries", 17, source={"kind": "import"}),
-     "cost_entries[id=17].source.kind: unknown field"),
-    (_set("cost_entries", 17, source={"connection_id": 4}, source_connection_id=5),
-     "cost_entries[id=17].source.connection_id: does not match source_connection_id"),
+    (
+        _set("cost_entries", 17, amount_cents="1000"),
+        "cost_entries[id=17].amount_cents: '1000' is not an integer",
+    ),
+    (
+        _set("cost_entries", 17, amount_cents=True),
+        "cost_entries[id=17].amount_cents: true is not an integer",
+    ),
+    (
+        _set("cost_entries", 17, amount_cents=10.5),
+        "cost_entries[id=17].amount_cents: 10.5 is not an integer",
+    ),
+    (
+        _set("cost_entries", 17, currency="eur"),
+        "cost_entries[id=17].currency: 'eur' is not a currency code (three upper-case letters)",
+    ),
+    (
+        _set("cost_entries", 17, period_start="2026-02-30"),
+        "cost_entries[id=17].period_start: '2026-02-30' is not a date (YYYY-MM-DD)",
+    ),
+    (
+        _set("cost_entries", 17, is_estimated="yes"),
+        "cost_entries[id=17].is_estimated: 'yes' is not a boolean (true or false)",
+    ),
+    (
+        _set("cost_entries", 17, cost_category="running"),
+        "cost_entries[id=17].cost_category: 'running' is not one of capex, opex",
+    ),
+    (
+        _set("cost_entries", 17, source={"kind": "import"}),
+        "cost_entries[id=17].source.kind: unknown field",
+    ),
+    (
+        _set("cost_entries", 17, source={"connection_id": 4}, source_connection_id=5),
+        "cost_entries[id=17].source.connection_id: does not match source_connection_id",
+    ),
     (_drop("cost_entries", 17, "id"), "cost_entries[#0].id: required"),
-    (_set("cost_entries", 17, id=0),
-     "cost_entries[#0].id: 0 is not an id (a positive integer below 2**63)"),
-    (_set("cost_entries", 17, id=2**63),
-     "cost_entries[#0].id: 9223372036854775808 is not an id (a positive integer below 2**63)"),
-    (_set("cost_entries", 17, id="17"),
-     "cost_entries[#0].id: '17' is not an id (a positive integer below 2**63)"),
+    (
+        _set("cost_entries", 17, id=0),
+        "cost_entries[#0].id: 0 is not an id (a positive integer below 2**63)",
+    ),
+    (
+        _set("cost_entries", 17, id=2**63),
+        "cost_entries[#0].id: 9223372036854775808 is not an id (a positive integer below 2**63)",
+    ),
+    (
+        _set("cost_entries", 17, id="17"),
+        "cost_entries[#0].id: '17' is not an id (a positive integer below 2**63)",
+    ),
     (_drop("cost_entries", 17, "initiative_id"), "cost_entries[id=17].initiative_id: required"),
-    (_set("cost_entries", 17, initiative_id=99),
-     "cost_entries[id=17].initiative_id: no initiative 99"),
+    (
+        _set("cost_entries", 17, initiative_id=99),
+        "cost_entries[id=17].initiative_id: no initiative 99",
+    ),
     (_set("cost_entries", 18, id=17), "cost_entries[id=17].id: duplicate id 17 in this bundle"),
     (_top("cost_entries", ["not a record"]), "cost_entries[#0]: 'not a record' is not an object"),
-    (_set("value_entries", 21, status="paid"), "value_entries[id=21].status: 'paid' is not one "
-                                               "of draft, calculated, reviewed, approved, "
-                                               "disputed, archived"),
+    (
+        _set("value_entries", 21, status="paid"),
+        "value_entries[id=21].status: 'paid' is not one "
+        "of draft, calculated, reviewed, approved, "
+        "disputed, archived",
+    ),
     (_drop("value_entries", 21, "status"), "value_entries[id=21].status: required"),
-    (_set("observations", 31, role="target"),
-     "observations[id=31].role: 'target' is not one of baseline, reading"),
-    (_set("observations", 31, metric_id=None, initiative_id=None),
-     "observations[id=31].account_id: required when neither initiative_id nor metric_id is "
-     "given"),
+    (
+        _set("observations", 31, role="target"),
+        "observations[id=31].role: 'target' is not one of baseline, reading",
+    ),
+    (
+        _set("observations", 31, metric_id=None, initiative_id=None),
+        "observations[id=31].account_id: required when neither initiative_id nor metric_id is "
+        "given",
+    ),
     (_set("observations", 31, metric_id=60), "observations[id=31].metric_id: no metric 60"),
     (_set("metrics", 6, metric_key=None), "metrics[id=6].metric_key: required"),
-    (_set("users", 1, role="boss"),
-     "users[id=1].role: 'boss' is not one of owner, admin, member, viewer"),
+    (
+        _set("users", 1, role="boss"),
+        "users[id=1].role: 'boss' is not one of owner, admin, member, viewer",
+    ),
     (_drop("users", 1, "name"), "users[id=1].name: required"),
-    (_set("accounts", 1, fiscal_year_start_month=13),
-     "accounts[id=1].fiscal_year_start_month: 13 is out of range (1 to 12)"),
-    (_set("accounts", 1, api_access="yes"),
-     "accounts[id=1].api_access: 'yes' is not a boolean (true or false)"),
+    (
+        _set("accounts", 1, fiscal_year_start_month=13),
+        "accounts[id=1].fiscal_year_start_month: 13 is out of range (1 to 12)",
+    ),
+    (
+        _set("accounts", 1, api_access="yes"),
+        "accounts[id=1].api_access: 'yes' is not a boolean (true or false)",
+    ),
     (_drop("accounts", 1, "name"), "accounts[id=1].name: required"),
-    (_set("budget_versions", 41, opex_cadence="weekly"),
-     "budget_versions[id=41].opex_cadence: 'weekly' is not one of monthly, quarterly, annually"),
-    (_set("budget_versions", 41, source="import"),
-     "budget_versions[id=41].source: 'import' is not one of approval, revision, manual"),
-    (_set("budget_versions", 41, status="draft"),
-     "budget_versions[id=41].status: 'draft' is not one of approved, pending, rejected"),
-    (_drop("budget_versions", 41, "effective_from"),
-     "budget_versions[id=41].effective_from: required"),
-    (_set("decisions", 9, outcome="grow"),
-     "decisions[id=9].outcome: 'grow' is not one of continue, scale, fix, pause, retire"),
+    (
+        _set("budget_versions", 41, opex_cadence="weekly"),
+        "budget_versions[id=41].opex_cadence: 'weekly' is not one of monthly, quarterly, annually",
+    ),
+    (
+        _set("budget_versions", 41, source="import"),
+        "budget_versions[id=41].source: 'import' is not one of approval, revision, manual",
+    ),
+    (
+        _set("budget_versions", 41, status="draft"),
+        "budget_versions[id=41].status: 'draft' is not one of approved, pending, rejected",
+    ),
+    (
+        _drop("budget_versions", 41, "effective_from"),
+        "budget_versions[id=41].effective_from: required",
+    ),
+    (
+        _set("decisions", 9, outcome="grow"),
+        "decisions[id=9].outcome: 'grow' is not one of continue, scale, fix, pause, retire",
+    ),
     (_drop("decisions", 9, "rationale"), "decisions[id=9].rationale: required"),
-    (_set("decisions", 9, stage_after="done"),
-     f"decisions[id=9].stage_after: 'done' is not one of {STAGES}"),
-    (_set("integrations", 4, status="broken"),
-     "integrations[id=4].status: 'broken' is not one of active, paused, error, disconnected"),
-    (_set("integrations", 4, auth_type="password"),
-     "integrations[id=4].auth_type: 'password' is not one of oauth, api_key, basic, webhook, "
-     "github_app, service_account"),
+    (
+        _set("decisions", 9, stage_after="done"),
+        f"decisions[id=9].stage_after: 'done' is not one of {STAGES}",
+    ),
+    (
+        _set("integrations", 4, status="broken"),
+        "integrations[id=4].status: 'broken' is not one of active, paused, error, disconnected",
+    ),
+    (
+        _set("integrations", 4, auth_type="password"),
+        "integrations[id=4].auth_type: 'password' is not one of oauth, api_key, basic, webhook, "
+        "github_app, service_account",
+    ),
     (_drop("integrations", 4, "platform"), "integrations[id=4].platform: required"),
-    (_set("integrations", 4, simulated=True),
-     "integrations[id=4].simulated: only an internal account can hold a simulated connection"),
-    (_set("integrations", 4, metric_categories="ai_usage"),
-     "integrations[id=4].metric_categories: 'ai_usage' is not an array of strings"),
-    (_set("assessments", 61, status="open"),
-     "assessments[id=61].status: 'open' is not one of active, closed"),
-    (_add("tokens", user_id=99, token="airoi_other-secret"),
-     "tokens[user_id=99].user_id: no user 99"),
+    (
+        _set("integrations", 4, simulated=True),
+        "integrations[id=4].simulated: only an internal account can hold a simulated connection",
+    ),
+    (
+        _set("integrations", 4, metric_categories="ai_usage"),
+        "integrations[id=4].metric_categories: 'ai_usage' is not an array of strings",
+    ),
+    (
+        _set("assessments", 61, status="open"),
+        "assessments[id=61].status: 'open' is not one of active, closed",
+    ),
+    (
+        _add("tokens", user_id=99, token="airoi_other-secret"),
+        "tokens[user_id=99].user_id: no user 99",
+    ),
     (_add("tokens", user_id=1), "tokens[user_id=1].token: required"),
-    (_add("tokens", user_id=1, token=SECRET), "tokens[user_id=1].token: duplicate token in this "
-                                              "bundle"),
-    (_add("fx_rates", account_id=1, currency="GBP", rate="-1.2", effective_from="2026-01-01"),
-     "fx_rates[account_id=1,currency=GBP,effective_from=2026-01-01].rate: '-1.2' is not a "
-     "decimal number such as '1.0825'"),
-    (_add("fx_rates", account_id=1, currency="GBP", rate="0", effective_from="2026-01-01"),
-     "fx_rates[account_id=1,currency=GBP,effective_from=2026-01-01].rate: '0' is not greater "
-     "than 0"),
-    (_add("fx_rates", account_id=1, currency="GBP", rate="1.2"),
-     "fx_rates[#1].effective_from: required"),
-    (_add("fx_rates", account_id=9, currency="GBP", rate="1.2", effective_from="2026-01-01"),
-     "fx_rates[account_id=9,currency=GBP,effective_from=2026-01-01].account_id: no account 9"),
-    (_set("vendors", 2, merged_into_id=2),
-     "vendors[id=2].merged_into_id: a vendor cannot be merged into itself"),
-    (_set("vendors", 2, merged_into_id=42),
-     "vendors[id=2].merged_into_id: no vendor 42 in account 1"),
+    (
+        _add("tokens", user_id=1, token=SECRET),
+        "tokens[user_id=1].token: duplicate token in this bundle",
+    ),
+    (
+        _add("fx_rates", account_id=1, currency="GBP", rate="-1.2", effective_from="2026-01-01"),
+        "fx_rates[account_id=1,currency=GBP,effective_from=2026-01-01].rate: '-1.2' is not a "
+        "decimal number such as '1.0825'",
+    ),
+    (
+        _add("fx_rates", account_id=1, currency="GBP", rate="0", effective_from="2026-01-01"),
+        "fx_rates[account_id=1,currency=GBP,effective_from=2026-01-01].rate: '0' is not greater "
+        "than 0",
+    ),
+    (
+        _add("fx_rates", account_id=1, currency="GBP", rate="1.2"),
+        "fx_rates[#1].effective_from: required",
+    ),
+    (
+        _add("fx_rates", account_id=9, currency="GBP", rate="1.2", effective_from="2026-01-01"),
+        "fx_rates[account_id=9,currency=GBP,effective_from=2026-01-01].account_id: no account 9",
+    ),
+    (
+        _set("vendors", 2, merged_into_id=2),
+        "vendors[id=2].merged_into_id: a vendor cannot be merged into itself",
+    ),
+    (
+        _set("vendors", 2, merged_into_id=42),
+        "vendors[id=2].merged_into_id: no vendor 42 in account 1",
+    ),
     (_top("delete", {"decisions": [9]}), "delete.decisions: a decision is never deleted (SPEC 3)"),
     (_top("delete", {"vendors": [1]}), "delete.vendors: not a kind that can be deleted"),
-    (_top("delete", {"initiatives": ["5"]}),
-     "delete.initiatives[#0]: '5' is not an id (a positive integer below 2**63)"),
+    (
+        _top("delete", {"initiatives": ["5"]}),
+        "delete.initiatives[#0]: '5' is not an id (a positive integer below 2**63)",
+    ),
 ]
 
 
@@ -486,18 +688,22 @@ def test_several_problems_are_reported_at_once(engine: Engine) -> None:
     bundle["costs"] = []
     del record(bundle, "value_entries", 21)["status"]
     problems = refused(engine, bundle)
-    assert sorted(problems) == sorted([
-        "bundle: unknown key 'costs'",
-        "users[id=2].role: 'boss' is not one of owner, admin, member, viewer",
-        f"initiatives[id=5].stage: 'liv' is not one of {STAGES}",
-        "value_entries[id=21].status: required",
-        "cost_entries[id=17].currency: no FX rate for GBP in account 1",
-    ])
+    assert sorted(problems) == sorted(
+        [
+            "bundle: unknown key 'costs'",
+            "users[id=2].role: 'boss' is not one of owner, admin, member, viewer",
+            f"initiatives[id=5].stage: 'liv' is not one of {STAGES}",
+            "value_entries[id=21].status: required",
+            "cost_entries[id=17].currency: no FX rate for GBP in account 1",
+        ]
+    )
 
 
 def test_a_flood_of_problems_is_capped_with_a_count(engine: Engine) -> None:
-    bundle = {"accounts": [{"id": 1, "name": "Acme"}],
-              "cost_entries": [{"id": n, "amount_cents": 1} for n in range(1, 1_006)]}
+    bundle = {
+        "accounts": [{"id": 1, "name": "Acme"}],
+        "cost_entries": [{"id": n, "amount_cents": 1} for n in range(1, 1_006)],
+    }
     problems = refused(engine, bundle)
     assert len(problems) == 1_001
     assert problems[0] == "cost_entries[id=1].initiative_id: required"
@@ -534,46 +740,67 @@ def test_references_across_accounts_are_refused(engine: Engine) -> None:
     record(bundle, "initiatives", 7)["owner_id"] = 1
     record(bundle, "observations", 31)["initiative_id"] = 7
     problems = refused(engine, bundle)
-    assert sorted(problems) == sorted([
-        "initiatives[id=5].owner_id: no user 2 in account 1",
-        "initiatives[id=7].owner_id: no user 1 in account 2",
-        "budget_versions[id=41].set_by_id: no user 2 in account 1",
-        "decisions[id=9].initiative_id: no initiative 7 in account 1",
-        "cost_entries[id=17].account_id: initiative 5 is in account 1, not 2",
-        "cost_entries[id=18].vendor_id: no vendor 3 in account 1",
-        "observations[id=31].metric_id: no metric 6 in account 2",
-    ])
+    assert sorted(problems) == sorted(
+        [
+            "initiatives[id=5].owner_id: no user 2 in account 1",
+            "initiatives[id=7].owner_id: no user 1 in account 2",
+            "budget_versions[id=41].set_by_id: no user 2 in account 1",
+            "decisions[id=9].initiative_id: no initiative 7 in account 1",
+            "cost_entries[id=17].account_id: initiative 5 is in account 1, not 2",
+            "cost_entries[id=18].vendor_id: no vendor 3 in account 1",
+            "observations[id=31].metric_id: no metric 6 in account 2",
+        ]
+    )
     # The connection of value entry 21 is in its own account: no problem there.
 
 
 def test_references_resolve_against_rows_already_stored(engine: Engine) -> None:
     loaded(engine)
-    report = loaded(engine, {
-        "cost_entries": [{"id": 40, "initiative_id": 5, "amount_cents": 10, "currency": "EUR",
-                          "vendor_id": 1, "source": {"connection_id": 4}}],
-        "initiatives": [{"id": 8, "account_id": 1, "title": "New", "stage": "identified",
-                         "owner_id": 1}],
-    })
+    report = loaded(
+        engine,
+        {
+            "cost_entries": [
+                {
+                    "id": 40,
+                    "initiative_id": 5,
+                    "amount_cents": 10,
+                    "currency": "EUR",
+                    "vendor_id": 1,
+                    "source": {"connection_id": 4},
+                }
+            ],
+            "initiatives": [
+                {"id": 8, "account_id": 1, "title": "New", "stage": "identified", "owner_id": 1}
+            ],
+        },
+    )
     assert (report.inserted["cost_entries"], report.inserted["initiatives"]) == (1, 1)
-    problems = refused(engine, {"cost_entries": [
-        {"id": 41, "initiative_id": 7, "amount_cents": 10, "vendor_id": 1}]})
+    problems = refused(
+        engine,
+        {"cost_entries": [{"id": 41, "initiative_id": 7, "amount_cents": 10, "vendor_id": 1}]},
+    )
     assert problems == ["cost_entries[id=41].vendor_id: no vendor 1 in account 2"]
 
 
 def test_an_id_that_belongs_to_another_account_is_refused(engine: Engine) -> None:
     loaded(engine)
-    problems = refused(engine, {
-        "initiatives": [{"id": 5, "account_id": 2, "title": "Taken", "stage": "live"}],
-        "users": [{"id": 1, "account_id": 2, "name": "Ada", "role": "member"}],
-        "cost_entries": [{"id": 17, "initiative_id": 7, "amount_cents": 1}],
-        "vendors": [{"id": 3, "account_id": 1, "name": "Mistral AI"}],
-    })
-    assert sorted(problems) == sorted([
-        "users[id=1].account_id: id 1 belongs to another account",
-        "vendors[id=3].account_id: id 3 belongs to another account",
-        "initiatives[id=5].account_id: id 5 belongs to another account",
-        "cost_entries[id=17].account_id: id 17 belongs to another account",
-    ])
+    problems = refused(
+        engine,
+        {
+            "initiatives": [{"id": 5, "account_id": 2, "title": "Taken", "stage": "live"}],
+            "users": [{"id": 1, "account_id": 2, "name": "Ada", "role": "member"}],
+            "cost_entries": [{"id": 17, "initiative_id": 7, "amount_cents": 1}],
+            "vendors": [{"id": 3, "account_id": 1, "name": "Mistral AI"}],
+        },
+    )
+    assert sorted(problems) == sorted(
+        [
+            "users[id=1].account_id: id 1 belongs to another account",
+            "vendors[id=3].account_id: id 3 belongs to another account",
+            "initiatives[id=5].account_id: id 5 belongs to another account",
+            "cost_entries[id=17].account_id: id 17 belongs to another account",
+        ]
+    )
 
 
 def test_a_token_issued_to_another_user_is_refused(engine: Engine) -> None:
@@ -589,24 +816,34 @@ def test_a_currency_without_fx_rate_is_refused_naming_it(engine: Engine) -> None
     record(bundle, "initiatives", 5)["currency"] = "CHF"
     record(bundle, "decisions", 9)["currency"] = "SEK"
     # Account 2's own currency needs no rate; account 1's EUR rate does not serve account 2.
-    bundle["cost_entries"].append({"id": 19, "initiative_id": 7, "amount_cents": 5,
-                                   "currency": "EUR"})
-    bundle["cost_entries"].append({"id": 20, "initiative_id": 7, "amount_cents": 5,
-                                   "currency": "USD"})
+    bundle["cost_entries"].append(
+        {"id": 19, "initiative_id": 7, "amount_cents": 5, "currency": "EUR"}
+    )
+    bundle["cost_entries"].append(
+        {"id": 20, "initiative_id": 7, "amount_cents": 5, "currency": "USD"}
+    )
     problems = refused(engine, bundle)
-    assert sorted(problems) == sorted([
-        "cost_entries[id=18].currency: no FX rate for GBP in account 1",
-        "value_entries[id=21].currency: no FX rate for JPY in account 1",
-        "initiatives[id=5].currency: no FX rate for CHF in account 1",
-        "decisions[id=9].currency: no FX rate for SEK in account 1",
-        "cost_entries[id=20].currency: no FX rate for USD in account 2",
-    ])
+    assert sorted(problems) == sorted(
+        [
+            "cost_entries[id=18].currency: no FX rate for GBP in account 1",
+            "value_entries[id=21].currency: no FX rate for JPY in account 1",
+            "initiatives[id=5].currency: no FX rate for CHF in account 1",
+            "decisions[id=9].currency: no FX rate for SEK in account 1",
+            "cost_entries[id=20].currency: no FX rate for USD in account 2",
+        ]
+    )
 
 
 def test_an_fx_rate_already_stored_serves_a_later_bundle(engine: Engine) -> None:
     loaded(engine)
-    report = loaded(engine, {"cost_entries": [
-        {"id": 30, "initiative_id": 5, "amount_cents": 2_000, "currency": "EUR"}]})
+    report = loaded(
+        engine,
+        {
+            "cost_entries": [
+                {"id": 30, "initiative_id": 5, "amount_cents": 2_000, "currency": "EUR"}
+            ]
+        },
+    )
     assert report.inserted["cost_entries"] == 1
 
 
@@ -636,11 +873,20 @@ def test_deleting_an_initiative_removes_its_records_and_unlinks_its_decisions(
     loaded(engine)
     report = loaded(engine, {"delete": {"initiatives": [5, 404]}}, now=LATER)
     assert {k: v for k, v in report.deleted.items() if v} == {
-        "initiatives": 1, "cost_entries": 2, "value_entries": 1, "observations": 1,
-        "budget_versions": 1, "initiative_notes": 1,
+        "initiatives": 1,
+        "cost_entries": 2,
+        "value_entries": 1,
+        "observations": 1,
+        "budget_versions": 1,
+        "initiative_notes": 1,
     }
-    for table in (tables.cost_entries, tables.value_entries, tables.observations,
-                  tables.budget_versions, tables.initiative_notes):
+    for table in (
+        tables.cost_entries,
+        tables.value_entries,
+        tables.observations,
+        tables.budget_versions,
+        tables.initiative_notes,
+    ):
         assert rows(engine, table, initiative_id=5) == []
     assert rows(engine, tables.initiatives, id=5) == []
     decision = one(engine, tables.decisions, id=9)
@@ -656,11 +902,22 @@ def test_deleting_an_initiative_removes_its_records_and_unlinks_its_decisions(
 
 def test_deleting_records_by_kind(engine: Engine) -> None:
     loaded(engine)
-    report = loaded(engine, {"delete": {
-        "cost_entries": [17], "value_entries": [21], "observations": [31], "metrics": [6],
-        "integrations": [4], "assessments": [61], "budget_versions": [41],
-        "initiative_notes": [51], "fx_rates": [1],
-    }})
+    report = loaded(
+        engine,
+        {
+            "delete": {
+                "cost_entries": [17],
+                "value_entries": [21],
+                "observations": [31],
+                "metrics": [6],
+                "integrations": [4],
+                "assessments": [61],
+                "budget_versions": [41],
+                "initiative_notes": [51],
+                "fx_rates": [1],
+            }
+        },
+    )
     assert report.totals()["deleted"] == 8
     assert [r["id"] for r in rows(engine, tables.cost_entries)] == [18]
     assert rows(engine, tables.metrics) == []
@@ -669,19 +926,26 @@ def test_deleting_records_by_kind(engine: Engine) -> None:
 
 def test_a_reference_to_a_row_deleted_in_the_same_bundle_is_refused(engine: Engine) -> None:
     loaded(engine)
-    problems = refused(engine, {
-        "delete": {"initiatives": [5]},
-        "cost_entries": [{"id": 90, "initiative_id": 5, "amount_cents": 1}],
-    })
+    problems = refused(
+        engine,
+        {
+            "delete": {"initiatives": [5]},
+            "cost_entries": [{"id": 90, "initiative_id": 5, "amount_cents": 1}],
+        },
+    )
     assert problems == ["cost_entries[id=90].initiative_id: no initiative 5"]
 
 
 def test_deletes_are_applied_before_upserts(engine: Engine) -> None:
     loaded(engine)
-    report = loaded(engine, {
-        "delete": {"cost_entries": [17]},
-        "cost_entries": [{"id": 17, "initiative_id": 5, "amount_cents": 3}],
-    }, now=LATER)
+    report = loaded(
+        engine,
+        {
+            "delete": {"cost_entries": [17]},
+            "cost_entries": [{"id": 17, "initiative_id": 5, "amount_cents": 3}],
+        },
+        now=LATER,
+    )
     assert (report.deleted["cost_entries"], report.inserted["cost_entries"]) == (1, 1)
     assert one(engine, tables.cost_entries, id=17)["created_at"] == LATER
 
@@ -704,7 +968,9 @@ def test_a_vendor_name_resolves_case_insensitively_or_creates_a_vendor(engine: E
     assert vendor == {17: 1, 18: 2, 19: 2, 20: 4, 22: 4, 23: 5, 24: None}
     created = rows(engine, tables.vendors, name="Kestrel Partners")
     assert [(v["id"], v["account_id"], v["created_at"]) for v in created] == [
-        (4, 1, NOW), (5, 2, NOW)]
+        (4, 1, NOW),
+        (5, 2, NOW),
+    ]
     # The names as recorded are left alone.
     assert one(engine, tables.cost_entries, id=19)["vendor_name"] == "  ANTHROPIC "
     # Reloading resolves to the same vendors: nothing changes, nothing is created.
@@ -732,8 +998,11 @@ def test_a_merged_vendor_is_followed_to_the_one_it_was_merged_into(engine: Engin
 def test_merging_a_vendor_repoints_existing_entries(engine: Engine) -> None:
     loaded(engine)
     assert one(engine, tables.cost_entries, id=17)["vendor_id"] == 1
-    report = loaded(engine, {"vendors": [
-        {"id": 1, "account_id": 1, "name": "OpenAI", "merged_into_id": 2}]}, now=LATER)
+    report = loaded(
+        engine,
+        {"vendors": [{"id": 1, "account_id": 1, "name": "OpenAI", "merged_into_id": 2}]},
+        now=LATER,
+    )
     assert report.updated == {**dict.fromkeys(report.updated, 0), "vendors": 1, "cost_entries": 1}
     entry = one(engine, tables.cost_entries, id=17)
     assert (entry["vendor_id"], entry["vendor_name"], entry["updated_at"]) == (2, "openai", LATER)
@@ -742,10 +1011,15 @@ def test_merging_a_vendor_repoints_existing_entries(engine: Engine) -> None:
 
 def test_a_merge_cycle_is_refused(engine: Engine) -> None:
     loaded(engine)
-    problems = refused(engine, {"vendors": [
-        {"id": 1, "account_id": 1, "name": "OpenAI", "merged_into_id": 2},
-        {"id": 2, "account_id": 1, "name": "Anthropic", "merged_into_id": 1},
-    ]})
+    problems = refused(
+        engine,
+        {
+            "vendors": [
+                {"id": 1, "account_id": 1, "name": "OpenAI", "merged_into_id": 2},
+                {"id": 2, "account_id": 1, "name": "Anthropic", "merged_into_id": 1},
+            ]
+        },
+    )
     assert sorted(problems) == [
         "vendors[id=1].merged_into_id: merging into vendor 2 makes a cycle",
         "vendors[id=2].merged_into_id: merging into vendor 1 makes a cycle",
@@ -804,9 +1078,7 @@ def test_a_dict_reports_progress_in_records(engine: Engine) -> None:
     assert calls[-1] == (42, 42)  # 21 records, read twice
 
 
-def test_an_fx_rate_given_as_a_json_number_keeps_its_digits(
-    engine: Engine, tmp_path: Path
-) -> None:
+def test_an_fx_rate_given_as_a_json_number_keeps_its_digits(engine: Engine, tmp_path: Path) -> None:
     bundle = base_bundle()
     path = tmp_path / "rates.json"
     text = json.dumps(bundle).replace('"rate": "1.0850"', '"rate": 1.0850')
@@ -817,12 +1089,19 @@ def test_an_fx_rate_given_as_a_json_number_keeps_its_digits(
 
 
 @pytest.mark.parametrize("kinds", [("cost_entries",), ("cost_entries", "value_entries")])
-def test_a_large_file_streams_in_batches(engine: Engine, tmp_path: Path,
-                                         kinds: tuple[str, ...]) -> None:
+def test_a_large_file_streams_in_batches(
+    engine: Engine, tmp_path: Path, kinds: tuple[str, ...]
+) -> None:
     bundle = base_bundle()
     bundle["cost_entries"] = [
-        {"id": 1000 + n, "initiative_id": 5, "amount_cents": n, "currency": "EUR",
-         "vendor_name": f"Vendor {n % 3}", "period_start": "2026-02-01"}
+        {
+            "id": 1000 + n,
+            "initiative_id": 5,
+            "amount_cents": n,
+            "currency": "EUR",
+            "vendor_name": f"Vendor {n % 3}",
+            "period_start": "2026-02-01",
+        }
         for n in range(2_500)
     ]
     bundle["value_entries"] = [
@@ -877,9 +1156,20 @@ def test_a_new_fx_rate_converts_stored_entries_again_without_touching_them(
     engine: Engine,
 ) -> None:
     loaded(engine)
-    report = loaded(engine, {"fx_rates": [
-        {"account_id": 1, "currency": "EUR", "rate": "1.2000", "effective_from": "2026-02-01"}]},
-        now=LATER)
+    report = loaded(
+        engine,
+        {
+            "fx_rates": [
+                {
+                    "account_id": 1,
+                    "currency": "EUR",
+                    "rate": "1.2000",
+                    "effective_from": "2026-02-01",
+                }
+            ]
+        },
+        now=LATER,
+    )
     assert report.inserted["fx_rates"] == 1
     entry = one(engine, tables.cost_entries, id=17)
     # 1,000 EUR cents on 2026-02-01 now at 1.2000.

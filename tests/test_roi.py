@@ -117,7 +117,11 @@ def test_portfolio_3_and_5_years(client_at: MakeClient, portfolio: dict[str, Any
 def test_initiative_scope(client_at: MakeClient, portfolio: dict[str, Any]) -> None:
     client = client_at(TODAY)
     body = roi(client, portfolio["token"], initiative_id=portfolio["q"], window="1yr")
-    assert body["scope"] == {"type": "initiative", "id": portfolio["q"], "title": "Sales email drafts"}
+    assert body["scope"] == {
+        "type": "initiative",
+        "id": portfolio["q"],
+        "title": "Sales email drafts",
+    }
     assert_figures(body, value=10_000, capex=20_000, opex=0)
     assert body["roi"] == -0.5
     # SEMANTICS R7: a sample initiative has its own scope even though the portfolio leaves it out.
@@ -143,24 +147,33 @@ def test_leap_day_window(engine: Engine, client_at: MakeClient, portfolio: dict[
 
 
 @pytest.mark.parametrize("window", ["2yr", "ALL", "", "1y", "all "])
-def test_unknown_window_is_refused(client_at: MakeClient, portfolio: dict[str, Any], window: str) -> None:
-    response = client_at(TODAY).get("/api/v1/roi", params={"window": window},
-                                    headers=bearer(portfolio["token"]))
+def test_unknown_window_is_refused(
+    client_at: MakeClient, portfolio: dict[str, Any], window: str
+) -> None:
+    response = client_at(TODAY).get(
+        "/api/v1/roi", params={"window": window}, headers=bearer(portfolio["token"])
+    )
     assert response.status_code == 400
     assert "window" in response.json()["error"]["message"]
 
 
-def test_foreign_or_unknown_initiative_is_404(client_at: MakeClient, portfolio: dict[str, Any]) -> None:
+def test_foreign_or_unknown_initiative_is_404(
+    client_at: MakeClient, portfolio: dict[str, Any]
+) -> None:
     client = client_at(TODAY)
     for initiative_id in (portfolio["foreign"], 424242):
-        response = client.get("/api/v1/roi", params={"initiative_id": initiative_id},
-                              headers=bearer(portfolio["token"]))
+        response = client.get(
+            "/api/v1/roi",
+            params={"initiative_id": initiative_id},
+            headers=bearer(portfolio["token"]),
+        )
         assert response.status_code == 404
         assert response.json()["error"]["status"] == 404
 
 
-def test_changing_an_fx_rate_reconverts(engine: Engine, client_at: MakeClient,
-                                        portfolio: dict[str, Any]) -> None:
+def test_changing_an_fx_rate_reconverts(
+    engine: Engine, client_at: MakeClient, portfolio: dict[str, Any]
+) -> None:
     # SEMANTICS R5: the rate in effect at the entry date; a rate loaded later applies.
     b = BundleBuilder()
     acct = 1  # the portfolio fixture's first account

@@ -73,7 +73,13 @@ _MAX_ID: Final = 2**63 - 1
 
 # SPEC sections 2 and 3.
 STAGES: Final = (
-    "identified", "reviewing", "implementing", "live", "paused", "completed", "rejected",
+    "identified",
+    "reviewing",
+    "implementing",
+    "live",
+    "paused",
+    "completed",
+    "rejected",
     "dismissed",
 )
 VALUE_STATUSES: Final = ("draft", "calculated", "reviewed", "approved", "disputed", "archived")
@@ -95,11 +101,22 @@ CAPEX_COST_TYPES: Final = frozenset(
 
 # Kinds the top-level "delete" object may name. FX rates have no id: skipped.
 _DELETABLE: Final = (
-    "initiative_notes", "budget_versions", "cost_entries", "value_entries", "observations",
-    "metrics", "integrations", "assessments", "initiatives",
+    "initiative_notes",
+    "budget_versions",
+    "cost_entries",
+    "value_entries",
+    "observations",
+    "metrics",
+    "integrations",
+    "assessments",
+    "initiatives",
 )
 _INITIATIVE_CHILDREN: Final = (
-    "initiative_notes", "budget_versions", "cost_entries", "value_entries", "observations",
+    "initiative_notes",
+    "budget_versions",
+    "cost_entries",
+    "value_entries",
+    "observations",
 )
 
 
@@ -246,8 +263,13 @@ def _conv_datetime(value: Any) -> datetime:
 
 
 def _conv_currency(value: Any) -> str:
-    if type(value) is str and len(value) == 3 and value.isascii() and value.isalpha() \
-            and value.isupper():
+    if (
+        type(value) is str
+        and len(value) == 3
+        and value.isascii()
+        and value.isalpha()
+        and value.isupper()
+    ):
         return value
     raise _Bad(f"{_show(value)} is not a currency code (three upper-case letters)")
 
@@ -370,8 +392,12 @@ class _Kind:
 _REPORTING: Final = ("entry_date", "entry_month", "account_amount_cents")
 
 _SINGULAR: Final = {
-    "accounts": "account", "users": "user", "vendors": "vendor", "integrations": "integration",
-    "metrics": "metric", "initiatives": "initiative",
+    "accounts": "account",
+    "users": "user",
+    "vendors": "vendor",
+    "integrations": "integration",
+    "metrics": "metric",
+    "initiatives": "initiative",
 }
 
 
@@ -414,11 +440,17 @@ def _kind(
     defaults = defaults or {}
     convs = convs or {}
     required = set(required)
-    names = list(columns) if columns is not None else [
-        column.name for column in table.columns
-        if column.name not in stamps and column.name not in _REPORTING
-        and not (column.name == "account_id" and account in ("initiative", "observation"))
-    ]
+    names = (
+        list(columns)
+        if columns is not None
+        else [
+            column.name
+            for column in table.columns
+            if column.name not in stamps
+            and column.name not in _REPORTING
+            and not (column.name == "account_id" and account in ("initiative", "observation"))
+        ]
+    )
     fields: dict[str, _Field] = {}
     blank: dict[str, Any] = {}
     for name in names:
@@ -430,8 +462,11 @@ def _kind(
     if account in ("initiative", "observation"):
         blank["account_id"] = None
     reporting = tuple(name for name in _REPORTING if name in table.c)
-    content = tuple(column.name for column in table.columns
-                    if column.name not in stamps and column.name not in reporting)
+    content = tuple(
+        column.name
+        for column in table.columns
+        if column.name not in stamps and column.name not in reporting
+    )
     return _Kind(
         key=key,
         table=table,
@@ -488,95 +523,168 @@ KINDS: Final[dict[str, _Kind]] = {
     kind.key: kind
     for kind in (
         _kind(
-            "accounts", _T.accounts, account="self", required=("id", "name"),
-            defaults={"currency": "USD", "api_access": True, "fiscal_year_start_month": 1,
-                      "internal": False},
+            "accounts",
+            _T.accounts,
+            account="self",
+            required=("id", "name"),
+            defaults={
+                "currency": "USD",
+                "api_access": True,
+                "fiscal_year_start_month": 1,
+                "internal": False,
+            },
             convs={"fiscal_year_start_month": _MONTH},
         ),
         _kind(
-            "users", _T.users, account="field", required=("id", "account_id", "name", "role"),
+            "users",
+            _T.users,
+            account="field",
+            required=("id", "account_id", "name", "role"),
             convs={"role": _enum_conv(ROLES)},
         ),
         _kind(
-            "tokens", _T.tokens, account="user", required=("user_id", "token"),
+            "tokens",
+            _T.tokens,
+            account="user",
+            required=("user_id", "token"),
             columns=("user_id", "token", "expires_at", "revoked_at"),
-            convs={"token": _conv_secret}, refs={"user_id": "users"},
-            stamps=("created_at",), derive=_derive_token,
+            convs={"token": _conv_secret},
+            refs={"user_id": "users"},
+            stamps=("created_at",),
+            derive=_derive_token,
         ),
         _kind(
-            "fx_rates", _T.fx_rates, account="field",
+            "fx_rates",
+            _T.fx_rates,
+            account="field",
             required=("account_id", "currency", "effective_from", "rate"),
-            convs={"rate": _conv_rate}, stamps=(),
+            convs={"rate": _conv_rate},
+            stamps=(),
         ),
         _kind("vendors", _T.vendors, account="field", required=("id", "account_id", "name")),
         _kind(
-            "integrations", _T.integrations, account="field",
+            "integrations",
+            _T.integrations,
+            account="field",
             required=("id", "account_id", "platform", "status"),
-            defaults={"primary_source_categories": [], "metric_categories": [],
-                      "simulated": False},
-            convs={"status": _enum_conv(INTEGRATION_STATUSES),
-                   "auth_type": _enum_conv(AUTH_TYPES),
-                   "primary_source_categories": _conv_str_list,
-                   "metric_categories": _conv_str_list,
-                   "credentials": _conv_json_object, "settings": _conv_json_object},
-            aliases={"connected_by": "connected_by_id"}, refs={"connected_by_id": "users"},
+            defaults={"primary_source_categories": [], "metric_categories": [], "simulated": False},
+            convs={
+                "status": _enum_conv(INTEGRATION_STATUSES),
+                "auth_type": _enum_conv(AUTH_TYPES),
+                "primary_source_categories": _conv_str_list,
+                "metric_categories": _conv_str_list,
+                "credentials": _conv_json_object,
+                "settings": _conv_json_object,
+            },
+            aliases={"connected_by": "connected_by_id"},
+            refs={"connected_by_id": "users"},
         ),
         _kind(
-            "metrics", _T.metrics, account="field",
+            "metrics",
+            _T.metrics,
+            account="field",
             required=("id", "account_id", "metric_key", "name"),
             defaults={"currency_metric": False, "active": True},
         ),
         _kind(
-            "initiatives", _T.initiatives, account="field",
-            required=("id", "account_id", "title", "stage"), defaults={"is_sample": False},
+            "initiatives",
+            _T.initiatives,
+            account="field",
+            required=("id", "account_id", "title", "stage"),
+            defaults={"is_sample": False},
             convs={"stage": _enum_conv(STAGES)},
-            aliases={"owner": "owner_id"}, refs={"owner_id": "users"},
+            aliases={"owner": "owner_id"},
+            refs={"owner_id": "users"},
         ),
         _kind(
-            "initiative_notes", _T.initiative_notes, account="initiative",
+            "initiative_notes",
+            _T.initiative_notes,
+            account="initiative",
             required=("id", "initiative_id", "body"),
-            aliases={"author": "author_id"}, refs={"author_id": "users"},
+            aliases={"author": "author_id"},
+            refs={"author_id": "users"},
         ),
         _kind(
-            "budget_versions", _T.budget_versions, account="initiative",
+            "budget_versions",
+            _T.budget_versions,
+            account="initiative",
             required=("id", "initiative_id", "effective_from", "status"),
-            defaults={"capex_cents": 0, "opex_cents": 0, "opex_cadence": "monthly",
-                      "source": "manual"},
-            convs={"opex_cadence": _enum_conv(OPEX_CADENCES),
-                   "source": _enum_conv(BUDGET_SOURCES),
-                   "status": _enum_conv(BUDGET_STATUSES)},
-            aliases={"set_by": "set_by_id"}, refs={"set_by_id": "users"},
+            defaults={
+                "capex_cents": 0,
+                "opex_cents": 0,
+                "opex_cadence": "monthly",
+                "source": "manual",
+            },
+            convs={
+                "opex_cadence": _enum_conv(OPEX_CADENCES),
+                "source": _enum_conv(BUDGET_SOURCES),
+                "status": _enum_conv(BUDGET_STATUSES),
+            },
+            aliases={"set_by": "set_by_id"},
+            refs={"set_by_id": "users"},
         ),
         _kind(
-            "cost_entries", _T.cost_entries, account="initiative", big=True, has_source=True,
-            required=("id", "initiative_id"), defaults={"is_estimated": False, "locked": False},
+            "cost_entries",
+            _T.cost_entries,
+            account="initiative",
+            big=True,
+            has_source=True,
+            required=("id", "initiative_id"),
+            defaults={"is_estimated": False, "locked": False},
             convs={"cost_category": _enum_conv(COST_CATEGORIES)},
             refs={"vendor_id": "vendors", "source_connection_id": "integrations"},
             derive=_derive_cost,
         ),
         _kind(
-            "value_entries", _T.value_entries, account="initiative", big=True, has_source=True,
-            required=("id", "initiative_id", "status"), defaults={"is_estimated": False},
-            convs={"status": _enum_conv(VALUE_STATUSES)}, ignored=("counts_toward_roi",),
-            refs={"source_connection_id": "integrations"}, derive=_derive_value,
+            "value_entries",
+            _T.value_entries,
+            account="initiative",
+            big=True,
+            has_source=True,
+            required=("id", "initiative_id", "status"),
+            defaults={"is_estimated": False},
+            convs={"status": _enum_conv(VALUE_STATUSES)},
+            ignored=("counts_toward_roi",),
+            refs={"source_connection_id": "integrations"},
+            derive=_derive_value,
         ),
         _kind(
-            "observations", _T.observations, account="observation", big=True, has_source=True,
-            required=("id",), defaults={"is_estimated": False},
+            "observations",
+            _T.observations,
+            account="observation",
+            big=True,
+            has_source=True,
+            required=("id",),
+            defaults={"is_estimated": False},
             convs={"role": _enum_conv(OBSERVATION_ROLES)},
             refs={"source_connection_id": "integrations"},
         ),
         _kind(
-            "decisions", _T.decisions, account="field",
-            required=("id", "account_id", "subject_title", "outcome", "rationale",
-                      "stage_before", "stage_after"),
-            convs={"outcome": _enum_conv(OUTCOMES), "stage_before": _enum_conv(STAGES),
-                   "stage_after": _enum_conv(STAGES)},
+            "decisions",
+            _T.decisions,
+            account="field",
+            required=(
+                "id",
+                "account_id",
+                "subject_title",
+                "outcome",
+                "rationale",
+                "stage_before",
+                "stage_after",
+            ),
+            convs={
+                "outcome": _enum_conv(OUTCOMES),
+                "stage_before": _enum_conv(STAGES),
+                "stage_after": _enum_conv(STAGES),
+            },
             ignored=("outcome_label", "stage_changed"),
-            aliases={"decided_by": "decided_by_id"}, refs={"decided_by_id": "users"},
+            aliases={"decided_by": "decided_by_id"},
+            refs={"decided_by_id": "users"},
         ),
         _kind(
-            "assessments", _T.assessments, account="field",
+            "assessments",
+            _T.assessments,
+            account="field",
             required=("id", "account_id", "title", "status"),
             convs={"status": _enum_conv(ASSESSMENT_STATUSES)},
         ),
@@ -585,8 +693,16 @@ KINDS: Final[dict[str, _Kind]] = {
 BUNDLE_KEYS: Final = (*KINDS, "delete")
 _BIG: Final = tuple(key for key, kind in KINDS.items() if kind.big)
 _SMALL_WRITE_ORDER: Final = (
-    "accounts", "users", "tokens", "fx_rates", "vendors", "integrations", "metrics",
-    "initiatives", "initiative_notes", "budget_versions",
+    "accounts",
+    "users",
+    "tokens",
+    "fx_rates",
+    "vendors",
+    "integrations",
+    "metrics",
+    "initiatives",
+    "initiative_notes",
+    "budget_versions",
 )
 _LATE_WRITE_ORDER: Final = ("decisions", "assessments")
 
@@ -642,8 +758,7 @@ def _label(kind: _Kind, raw: dict[str, Any], pos: int) -> str:
         except _Bad:
             pass
         else:
-            return (f"fx_rates[account_id={parts[0]},currency={parts[1]},"
-                    f"effective_from={parts[2]}]")
+            return f"fx_rates[account_id={parts[0]},currency={parts[1]},effective_from={parts[2]}]"
     else:
         record_id = raw.get("id")
         if type(record_id) is int and 0 < record_id <= _MAX_ID:
@@ -699,13 +814,13 @@ def _normalize(kind: _Kind, raw: Any, pos: int, problems: _Problems) -> _Rec | N
         for column, (name, person) in persons.items():
             if raw.get(column) is not None and column not in failed:
                 if person is not None and person != row[column]:
-                    problems.add(f"{label}.{name}: id {person} does not match {column} "
-                                 f"{row[column]}")
+                    problems.add(
+                        f"{label}.{name}: id {person} does not match {column} {row[column]}"
+                    )
             else:
                 row[column] = person
     if source is not None:
-        _take_source(label=label, raw=raw, source=source, row=row, failed=failed,
-                     problems=problems)
+        _take_source(label=label, raw=raw, source=source, row=row, failed=failed, problems=problems)
     for required in kind.required:
         if row[required.column] is None and required.column not in failed:
             problems.add(f"{label}.{required.name}: required")
@@ -741,8 +856,12 @@ def _take_source(
             problems.add(f"{label}.source.{part}: {exc}")
             failed.add(column)
             continue
-        if column in raw and raw[column] is not None and column not in failed \
-                and row[column] != converted:
+        if (
+            column in raw
+            and raw[column] is not None
+            and column not in failed
+            and row[column] != converted
+        ):
             problems.add(f"{label}.source.{part}: does not match {column}")
         row[column] = converted
 
@@ -866,8 +985,9 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
 class _Source:
     """A bundle to read twice: a parsed mapping, or a .json / .json.gz file."""
 
-    def __init__(self, source: Mapping[str, Any] | str | os.PathLike[str],
-                 hook: ProgressHook | None) -> None:
+    def __init__(
+        self, source: Mapping[str, Any] | str | os.PathLike[str], hook: ProgressHook | None
+    ) -> None:
         self.mapping: Mapping[str, Any] | None = None
         self.path: str | None = None
         if isinstance(source, Mapping):
@@ -905,8 +1025,9 @@ class _Source:
                 yield key, pos, item
         self.progress.finish()
 
-    def _mapping_items(self, mapping: Mapping[str, Any],
-                       keys: Iterable[str] | None) -> Iterator[tuple[str, int, Any]]:
+    def _mapping_items(
+        self, mapping: Mapping[str, Any], keys: Iterable[str] | None
+    ) -> Iterator[tuple[str, int, Any]]:
         wanted = None if keys is None else frozenset(keys)
         for key, value in mapping.items():
             if wanted is not None and key not in wanted:
@@ -993,8 +1114,9 @@ class _Bulk:
     one row at a time; COPY into the same transaction is several times faster.
     """
 
-    def __init__(self, conn: Connection, statement: Any, keys: Iterable[str],
-                 copy_into: Table | None = None) -> None:
+    def __init__(
+        self, conn: Connection, statement: Any, keys: Iterable[str], copy_into: Table | None = None
+    ) -> None:
         dialect = conn.dialect
         keys = list(keys)
         compiled = statement.compile(dialect=dialect, column_keys=keys)
@@ -1027,19 +1149,29 @@ class _Bulk:
             assert raw is not None
             with raw.cursor() as cursor, cursor.copy(self.copy) as copy:
                 for row in rows:
-                    copy.write_row([row[name] if process is None or row[name] is None
-                                    else process(row[name]) for name, process in processors])
+                    copy.write_row(
+                        [
+                            row[name]
+                            if process is None or row[name] is None
+                            else process(row[name])
+                            for name, process in processors
+                        ]
+                    )
             return
         if self.positional:
             params: list[Any] = [
-                tuple(row[name] if process is None or row[name] is None
-                      else process(row[name]) for name, process in processors)
+                tuple(
+                    row[name] if process is None or row[name] is None else process(row[name])
+                    for name, process in processors
+                )
                 for row in rows
             ]
         else:
             params = [
-                {name: row[name] if process is None or row[name] is None
-                 else process(row[name]) for name, process in processors}
+                {
+                    name: row[name] if process is None or row[name] is None else process(row[name])
+                    for name, process in processors
+                }
                 for row in rows
             ]
         conn.exec_driver_sql(self.sql, params)
@@ -1064,8 +1196,10 @@ class _Load:
         self.now = now
         self.problems = _Problems()
         self.report = LoadReport(
-            inserted=dict.fromkeys(KINDS, 0), updated=dict.fromkeys(KINDS, 0),
-            unchanged=dict.fromkeys(KINDS, 0), deleted=dict.fromkeys(KINDS, 0),
+            inserted=dict.fromkeys(KINDS, 0),
+            updated=dict.fromkeys(KINDS, 0),
+            unchanged=dict.fromkeys(KINDS, 0),
+            deleted=dict.fromkeys(KINDS, 0),
         )
         self.small: dict[str, list[_Rec]] = {key: [] for key in KINDS if not KINDS[key].big}
         self.deletes: dict[str, set[int]] = {}
@@ -1073,10 +1207,8 @@ class _Load:
         # Big kinds: ids seen, and per combination of the fields that reach
         # other records, the ids carrying it (capped) for naming problems.
         self.big_ids: dict[str, set[int]] = {key: set() for key in _BIG}
-        self.big_groups: dict[str, dict[tuple[Any, ...], list[int]]] = {
-            key: {} for key in _BIG}
-        self.big_existing: dict[str, dict[tuple[Any, ...], list[int]]] = {
-            key: {} for key in _BIG}
+        self.big_groups: dict[str, dict[tuple[Any, ...], list[int]]] = {key: {} for key in _BIG}
+        self.big_existing: dict[str, dict[tuple[Any, ...], list[int]]] = {key: {} for key in _BIG}
         self.pending: dict[str, dict[int, tuple[Any, ...]]] = {key: {} for key in _BIG}
         # Filled at the end of pass 1.
         self.present: dict[str, dict[int, int | None]] = {}
@@ -1166,8 +1298,7 @@ class _Load:
             return
         ids.add(record_id)
         owner = (row["initiative_id"], row.get("metric_id"), rec.given_account)
-        group_key = (*owner, row.get("currency"), row.get("vendor_id"),
-                     row["source_connection_id"])
+        group_key = (*owner, row.get("currency"), row.get("vendor_id"), row["source_connection_id"])
         group = self.big_groups[kind.key].get(group_key)
         if group is None:
             self.big_groups[kind.key][group_key] = [record_id]
@@ -1185,7 +1316,8 @@ class _Load:
             return
         table = KINDS[key].table
         query = select(table.c.id, table.c.account_id, table.c.initiative_id).where(
-            table.c.id.in_(list(pending)))
+            table.c.id.in_(list(pending))
+        )
         existing = self.big_existing[key]
         for record_id, account_id, initiative_id in self.conn.execute(query):
             group_key = (*pending[record_id], account_id, initiative_id)
@@ -1288,15 +1420,15 @@ class _Load:
         for rec in self.small["accounts"]:
             row = rec.row
             if row["id"] is not None:
-                self.accounts[row["id"]] = _Account(row["currency"] or "USD",
-                                                    bool(row["internal"]))
+                self.accounts[row["id"]] = _Account(row["currency"] or "USD", bool(row["internal"]))
         for present in self.present.values():
             wanted["accounts"].update(a for a in present.values() if a is not None)
         missing_accounts = wanted["accounts"] - self.accounts.keys()
         table = tables.accounts
         for batch in _chunks(sorted(missing_accounts)):
             query = select(table.c.id, table.c.currency, table.c.internal).where(
-                table.c.id.in_(batch))
+                table.c.id.in_(batch)
+            )
             for account_id, currency, internal in self.conn.execute(query):
                 self.accounts[account_id] = _Account(currency, bool(internal))
         self.present["accounts"] = {account_id: account_id for account_id in self.accounts}
@@ -1305,7 +1437,10 @@ class _Load:
         return self.present["initiatives"].get(initiative_id, _MISSING)
 
     def _entry_account(
-        self, mode: str, initiative_id: int | None, metric_id: int | None,
+        self,
+        mode: str,
+        initiative_id: int | None,
+        metric_id: int | None,
         given_account: int | None,
     ) -> tuple[int | None, list[tuple[str, str]]]:
         """The account of a record that hangs off an initiative (or a metric)."""
@@ -1321,25 +1456,38 @@ class _Load:
             if account is _MISSING:
                 found.append(("metric_id", f"no metric {metric_id}"))
             by_metric = None if account is _MISSING else account
-            if by_initiative is not None and by_metric is not None \
-                    and by_initiative != by_metric:
+            if by_initiative is not None and by_metric is not None and by_initiative != by_metric:
                 found.append(("metric_id", f"no metric {metric_id} in account {by_initiative}"))
         if mode == "initiative":
-            if by_initiative is not None and given_account is not None \
-                    and given_account != by_initiative:
-                found.append(("account_id", f"initiative {initiative_id} is in account "
-                                            f"{by_initiative}, not {given_account}"))
+            if (
+                by_initiative is not None
+                and given_account is not None
+                and given_account != by_initiative
+            ):
+                found.append(
+                    (
+                        "account_id",
+                        f"initiative {initiative_id} is in account "
+                        f"{by_initiative}, not {given_account}",
+                    )
+                )
             return by_initiative, found
         if by_initiative is not None or by_metric is not None:
             account = by_initiative if by_initiative is not None else by_metric
             if given_account is not None and given_account != account:
-                found.append(("account_id", f"{given_account} does not match account "
-                                            f"{account} of the record's initiative or metric"))
+                found.append(
+                    (
+                        "account_id",
+                        f"{given_account} does not match account "
+                        f"{account} of the record's initiative or metric",
+                    )
+                )
             return account, found
         if initiative_id is None and metric_id is None:
             if given_account is None:
-                found.append(("account_id", "required when neither initiative_id nor "
-                                            "metric_id is given"))
+                found.append(
+                    ("account_id", "required when neither initiative_id nor metric_id is given")
+                )
             elif given_account not in self.accounts:
                 found.append(("account_id", f"no account {given_account}"))
             else:
@@ -1369,7 +1517,8 @@ class _Load:
                             rec.account = account
                 elif kind.account == "initiative" and row["initiative_id"] is not None:
                     account, found = self._entry_account(
-                        "initiative", row["initiative_id"], None, rec.given_account)
+                        "initiative", row["initiative_id"], None, rec.given_account
+                    )
                     for field_name, message in found:
                         self.problems.add(f"{rec.label}.{field_name}: {message}")
                     rec.account = account
@@ -1389,8 +1538,9 @@ class _Load:
                 continue  # the target itself is broken and reported
             if found is _MISSING or found != account:
                 name = "source.connection_id" if column == "source_connection_id" else column
-                self.problems.add(f"{rec.label}.{name}: no {_SINGULAR[target]} {value} "
-                                  f"in account {account}")
+                self.problems.add(
+                    f"{rec.label}.{name}: no {_SINGULAR[target]} {value} in account {account}"
+                )
         currency = row.get("currency")
         if kind.key not in ("accounts", "fx_rates") and currency is not None:
             self._need_fx(account, currency, rec.label, "currency")
@@ -1408,8 +1558,11 @@ class _Load:
         """Is this stored row removed by the bundle's deletes before the upsert?"""
         if record_id in self.deletes.get(key, ()):
             return True
-        return key in _INITIATIVE_CHILDREN and initiative_id is not None \
+        return (
+            key in _INITIATIVE_CHILDREN
+            and initiative_id is not None
             and initiative_id in self.deletes.get("initiatives", ())
+        )
 
     def _check_stored_ids(self) -> None:
         """An upsert never moves a row to another account (BUNDLE load rules)."""
@@ -1432,21 +1585,22 @@ class _Load:
                     if self._gone(key, stored[0], initiative_id):
                         continue
                     if rec.account is not None and stored[1] != rec.account:
-                        self.problems.add(f"{rec.label}.account_id: id {stored[0]} belongs to "
-                                          "another account")
+                        self.problems.add(
+                            f"{rec.label}.account_id: id {stored[0]} belongs to another account"
+                        )
 
     def _check_tokens(self) -> None:
         recs = [rec for rec in self.small["tokens"] if rec.row["token_hash"] is not None]
         by_hash = {rec.row["token_hash"]: rec for rec in recs}
         table = tables.tokens
         for batch in _chunks(sorted(by_hash)):
-            query = select(table.c.token_hash, table.c.user_id).where(
-                table.c.token_hash.in_(batch))
+            query = select(table.c.token_hash, table.c.user_id).where(table.c.token_hash.in_(batch))
             for token_hash, user_id in self.conn.execute(query):
                 rec = by_hash[token_hash]
                 if rec.row["user_id"] is not None and user_id != rec.row["user_id"]:
-                    self.problems.add(f"{rec.label}.token: this token is already issued to "
-                                      "another user")
+                    self.problems.add(
+                        f"{rec.label}.token: this token is already issued to another user"
+                    )
 
     def _check_vendors(self) -> None:
         recs = self.small["vendors"]
@@ -1473,31 +1627,37 @@ class _Load:
             if start is None or target is None or rec.account is None:
                 continue
             if target == start:
-                self.problems.add(f"{rec.label}.merged_into_id: a vendor cannot be merged into "
-                                  "itself")
+                self.problems.add(
+                    f"{rec.label}.merged_into_id: a vendor cannot be merged into itself"
+                )
                 continue
             seen = {start}
             step: int | None = target
             while step is not None:
                 if step in seen:
-                    self.problems.add(f"{rec.label}.merged_into_id: merging into vendor "
-                                      f"{target} makes a cycle")
+                    self.problems.add(
+                        f"{rec.label}.merged_into_id: merging into vendor {target} makes a cycle"
+                    )
                     break
                 seen.add(step)
                 step = merged.get(step)
             found_account = self.present["vendors"].get(target, _MISSING)
-            if found_account is _MISSING or (found_account is not None
-                                             and found_account != rec.account):
-                self.problems.add(f"{rec.label}.merged_into_id: no vendor {target} in account "
-                                  f"{rec.account}")
+            if found_account is _MISSING or (
+                found_account is not None and found_account != rec.account
+            ):
+                self.problems.add(
+                    f"{rec.label}.merged_into_id: no vendor {target} in account {rec.account}"
+                )
 
     def _check_integrations(self) -> None:
         for rec in self.small["integrations"]:
             if rec.row["simulated"] and rec.account is not None:
                 info = self.accounts.get(rec.account)
                 if info is not None and not info.internal:
-                    self.problems.add(f"{rec.label}.simulated: only an internal account can "
-                                      "hold a simulated connection")
+                    self.problems.add(
+                        f"{rec.label}.simulated: only an internal account can "
+                        "hold a simulated connection"
+                    )
 
     def _check_decisions(self) -> None:
         """SPEC 3: a decision never changes once written; its initiative must resolve."""
@@ -1517,39 +1677,46 @@ class _Load:
                     if column in kind.stamps and column not in row:
                         continue
                     if column == "initiative_id" and (
-                            stored_row[column] is None or stored_row[column] == initiative_id):
+                        stored_row[column] is None or stored_row[column] == initiative_id
+                    ):
                         continue  # unlinked when its initiative was deleted: still the same
                     if stored_row[column] != row[column]:
-                        self.problems.add(f"{rec.label}.{column}: a decision never changes "
-                                          "once written")
+                        self.problems.add(
+                            f"{rec.label}.{column}: a decision never changes once written"
+                        )
                 if stored_row["initiative_id"] in (None, initiative_id):
                     continue
             if initiative_id is not None and rec.account is not None:
                 account = self._initiative_account(initiative_id)
                 if account is _MISSING or (account is not None and account != rec.account):
-                    self.problems.add(f"{rec.label}.initiative_id: no initiative "
-                                      f"{initiative_id} in account {rec.account}")
+                    self.problems.add(
+                        f"{rec.label}.initiative_id: no initiative "
+                        f"{initiative_id} in account {rec.account}"
+                    )
 
     def _check_big(self, key: str) -> None:
         kind = KINDS[key]
         for group_key, ids in self.big_groups[key].items():
-            initiative_id, metric_id, given_account, currency, vendor_id, connection_id = \
-                group_key
-            account, found = self._entry_account(kind.account, initiative_id, metric_id,
-                                                 given_account)
+            initiative_id, metric_id, given_account, currency, vendor_id, connection_id = group_key
+            account, found = self._entry_account(
+                kind.account, initiative_id, metric_id, given_account
+            )
             if account is not None:
-                for column, value in (("vendor_id", vendor_id),
-                                      ("source_connection_id", connection_id)):
+                for column, value in (
+                    ("vendor_id", vendor_id),
+                    ("source_connection_id", connection_id),
+                ):
                     if value is None:
                         continue
                     target = kind.refs[column]
                     found_account = self.present[target].get(value, _MISSING)
-                    if found_account is _MISSING or (found_account is not None
-                                                     and found_account != account):
-                        name = "source.connection_id" if column == "source_connection_id" \
-                            else column
-                        found.append((name, f"no {_SINGULAR[target]} {value} in account "
-                                            f"{account}"))
+                    if found_account is _MISSING or (
+                        found_account is not None and found_account != account
+                    ):
+                        name = (
+                            "source.connection_id" if column == "source_connection_id" else column
+                        )
+                        found.append((name, f"no {_SINGULAR[target]} {value} in account {account}"))
                 if currency is not None:
                     for record_id in ids:
                         self._need_fx(account, currency, f"{key}[id={record_id}]", "currency")
@@ -1559,18 +1726,18 @@ class _Load:
         deleted = self.deletes.get(key, set())
         deleted_initiatives = self.deletes.get("initiatives", set())
         for group_key, ids in self.big_existing[key].items():
-            initiative_id, metric_id, given_account, stored_account, stored_initiative = \
-                group_key
+            initiative_id, metric_id, given_account, stored_account, stored_initiative = group_key
             if stored_initiative is not None and stored_initiative in deleted_initiatives:
                 continue
-            account, _ = self._entry_account(kind.account, initiative_id, metric_id,
-                                             given_account)
+            account, _ = self._entry_account(kind.account, initiative_id, metric_id, given_account)
             if account is None or account == stored_account:
                 continue
             for record_id in ids:
                 if record_id not in deleted:
-                    self.problems.add(f"{key}[id={record_id}].account_id: id {record_id} "
-                                      "belongs to another account")
+                    self.problems.add(
+                        f"{key}[id={record_id}].account_id: id {record_id} "
+                        "belongs to another account"
+                    )
 
     def _check_fx(self) -> None:
         if not self.fx_needed:
@@ -1582,14 +1749,18 @@ class _Load:
         table = tables.fx_rates
         accounts = sorted({account for account, _ in self.fx_needed})
         for batch in _chunks(accounts):
-            query = select(table.c.account_id, table.c.currency).distinct().where(
-                table.c.account_id.in_(batch))
+            query = (
+                select(table.c.account_id, table.c.currency)
+                .distinct()
+                .where(table.c.account_id.in_(batch))
+            )
             self.fx_pairs.update((a, c) for a, c in self.conn.execute(query))
         for (account, currency), labels in self.fx_needed.items():
             if (account, currency) not in self.fx_pairs:
                 for label, field_name in labels:
-                    self.problems.add(f"{label}.{field_name}: no FX rate for {currency} in "
-                                      f"account {account}")
+                    self.problems.add(
+                        f"{label}.{field_name}: no FX rate for {currency} in account {account}"
+                    )
 
     # ----------------------------------------------------------------- pass 2
 
@@ -1629,8 +1800,11 @@ class _Load:
                         deleted[child] = deleted.get(child, 0) + gone
                 table = tables.decisions
                 for batch in _chunks(sorted(ids)):
-                    self.conn.execute(update(table).where(table.c.initiative_id.in_(batch))
-                                      .values(initiative_id=None))
+                    self.conn.execute(
+                        update(table)
+                        .where(table.c.initiative_id.in_(batch))
+                        .values(initiative_id=None)
+                    )
             deleted[key] = deleted.get(key, 0) + self._delete_where(key, "id", ids)
 
     def _write_small(self, key: str) -> None:
@@ -1664,8 +1838,9 @@ class _Load:
             self.conn.execute(insert(tables.decisions), batch)
         self.report.inserted["decisions"] += len(fresh)
 
-    def _upsert_keyed(self, kind: _Kind, rows: list[dict[str, Any]],
-                      key_columns: tuple[str, ...]) -> None:
+    def _upsert_keyed(
+        self, kind: _Kind, rows: list[dict[str, Any]], key_columns: tuple[str, ...]
+    ) -> None:
         """Upsert a kind without an id (tokens by hash, FX rates by account, currency, date)."""
         table = kind.table
         compared = [c for c in kind.content if c not in key_columns]
@@ -1678,7 +1853,8 @@ class _Load:
                     row.setdefault(stamp, self.now)
                 inserts.append(row)
             elif all(stored[c] == row[c] for c in compared) and all(
-                    stored[s] == row[s] for s in kind.stamps if s in row):
+                stored[s] == row[s] for s in kind.stamps if s in row
+            ):
                 self.report.unchanged[kind.key] += 1
             else:
                 changes = {c: row[c] for c in compared}
@@ -1701,7 +1877,8 @@ class _Load:
         stored_rows = {
             stored["id"]: stored
             for stored in self.conn.execute(
-                select(table).where(table.c.id.in_([row["id"] for row in rows]))).mappings()
+                select(table).where(table.c.id.in_([row["id"] for row in rows]))
+            ).mappings()
         }
         inserts: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
@@ -1719,8 +1896,10 @@ class _Load:
                 inserts.append(row)
                 continue
             if "account_id" in row and stored["account_id"] != row["account_id"]:
-                self.problems.add(f"{kind.key}[id={row['id']}].account_id: id {row['id']} "
-                                  "belongs to another account")
+                self.problems.add(
+                    f"{kind.key}[id={row['id']}].account_id: id {row['id']} "
+                    "belongs to another account"
+                )
                 continue
             same = True
             for column in content:
@@ -1762,11 +1941,13 @@ class _Load:
             rates: dict[str, list[tuple[date, str]]] = {}
             fx = tables.fx_rates
             query = select(fx.c.currency, fx.c.effective_from, fx.c.rate).where(
-                fx.c.account_id == account_id)
+                fx.c.account_id == account_id
+            )
             for currency, effective_from, rate in self.conn.execute(query):
                 rates.setdefault(currency, []).append((effective_from, rate))
-            currency = self.conn.execute(select(tables.accounts.c.currency).where(
-                tables.accounts.c.id == account_id)).scalar_one()
+            currency = self.conn.execute(
+                select(tables.accounts.c.currency).where(tables.accounts.c.id == account_id)
+            ).scalar_one()
             table = self.fx_tables[account_id] = FxTable(currency, rates)
         return table
 
@@ -1781,10 +1962,13 @@ class _Load:
             return
         try:
             row["account_amount_cents"] = self._fx_table(row["account_id"]).convert(
-                amount, row["currency"], day, None)
+                amount, row["currency"], day, None
+            )
         except MissingRate as exc:  # pass 1 refuses these; kept as a guard
-            self.problems.add(f"{row.get('id', row.get('b_id'))}.currency: no FX rate for "
-                              f"{exc.currency} in account {row['account_id']}")
+            self.problems.add(
+                f"{row.get('id', row.get('b_id'))}.currency: no FX rate for "
+                f"{exc.currency} in account {row['account_id']}"
+            )
             row["account_amount_cents"] = None
 
     def _refresh_reporting(self) -> None:
@@ -1798,10 +1982,18 @@ class _Load:
                 table = kind.table
                 last = 0
                 while True:
-                    query = (select(table.c.id, table.c.amount_cents, table.c.currency,
-                                    table.c.entry_date, table.c.account_amount_cents)
-                             .where(table.c.account_id == account_id, table.c.id > last)
-                             .order_by(table.c.id).limit(_BATCH))
+                    query = (
+                        select(
+                            table.c.id,
+                            table.c.amount_cents,
+                            table.c.currency,
+                            table.c.entry_date,
+                            table.c.account_amount_cents,
+                        )
+                        .where(table.c.account_id == account_id, table.c.id > last)
+                        .order_by(table.c.id)
+                        .limit(_BATCH)
+                    )
                     batch = self.conn.execute(query).all()
                     if not batch:
                         break
@@ -1811,12 +2003,18 @@ class _Load:
                     for stored in batch:
                         if stored.amount_cents is None:
                             continue
-                        converted = fx.convert(stored.amount_cents, stored.currency,
-                                               stored.entry_date, None)
+                        converted = fx.convert(
+                            stored.amount_cents, stored.currency, stored.entry_date, None
+                        )
                         if converted != stored.account_amount_cents:
-                            refreshed.append({"b_id": stored.id, "entry_date": stored.entry_date,
-                                              "entry_month": stored.entry_date.replace(day=1),
-                                              "account_amount_cents": converted})
+                            refreshed.append(
+                                {
+                                    "b_id": stored.id,
+                                    "entry_date": stored.entry_date,
+                                    "entry_month": stored.entry_date.replace(day=1),
+                                    "account_amount_cents": converted,
+                                }
+                            )
                     self._bulk(kind, "reporting").run(self.conn, refreshed)
 
     def _bulk(self, kind: _Kind, what: str) -> _Bulk:
@@ -1825,15 +2023,17 @@ class _Load:
         if bulk is None:
             table = kind.table
             if what == "insert":
-                bulk = _Bulk(self.conn, insert(table), [c.name for c in table.columns],
-                             copy_into=table)
+                bulk = _Bulk(
+                    self.conn, insert(table), [c.name for c in table.columns], copy_into=table
+                )
             elif what == "reporting":
                 statement = update(table).where(table.c.id == bindparam("b_id"))
                 bulk = _Bulk(self.conn, statement, kind.reporting)
             else:
                 statement = update(table).where(table.c.id == bindparam("b_id"))
-                bulk = _Bulk(self.conn, statement,
-                             [c.name for c in table.columns if c.name != "id"])
+                bulk = _Bulk(
+                    self.conn, statement, [c.name for c in table.columns if c.name != "id"]
+                )
             self.bulk[(kind.key, what)] = bulk
         return bulk
 
@@ -1855,8 +2055,9 @@ class _Load:
                 if rec is None or rec.row["id"] is None:
                     continue
                 row = rec.row
-                account, found = self._entry_account(kind.account, row["initiative_id"],
-                                                     row.get("metric_id"), rec.given_account)
+                account, found = self._entry_account(
+                    kind.account, row["initiative_id"], row.get("metric_id"), rec.given_account
+                )
                 if account is None or found:
                     problems.add(f"{rec.label}: changed while it was being loaded")
                     continue
@@ -1879,8 +2080,7 @@ class _Load:
         return self.vendor_registry
 
     def _load_metric_keys(self) -> None:
-        metric_ids = {group[1] for group in self.big_groups["observations"]
-                      if group[1] is not None}
+        metric_ids = {group[1] for group in self.big_groups["observations"] if group[1] is not None}
         table = tables.metrics
         for batch in _chunks(sorted(metric_ids)):
             query = select(table.c.id, table.c.metric_key).where(table.c.id.in_(batch))
@@ -1891,8 +2091,9 @@ class _Load:
             return
         if kind.key == "cost_entries":
             for row in rows:
-                row["vendor_id"] = self._vendors().resolve(row["account_id"], row["vendor_id"],
-                                                        row["vendor_name"])
+                row["vendor_id"] = self._vendors().resolve(
+                    row["account_id"], row["vendor_id"], row["vendor_name"]
+                )
         elif kind.key == "observations":
             for row in rows:
                 if row["metric_key"] is None and row["metric_id"] is not None:
@@ -1912,8 +2113,10 @@ class _Load:
             if final == vendor_id:
                 continue
             result = self.conn.execute(
-                update(table).where(table.c.vendor_id == vendor_id)
-                .values(vendor_id=final, updated_at=self.now))
+                update(table)
+                .where(table.c.vendor_id == vendor_id)
+                .values(vendor_id=final, updated_at=self.now)
+            )
             self.report.updated["cost_entries"] += max(result.rowcount, 0)
 
 
@@ -1934,8 +2137,11 @@ class _VendorRegistry:
             return
         self.loaded.add(account_id)
         table = tables.vendors
-        query = select(table.c.id, table.c.name, table.c.merged_into_id).where(
-            table.c.account_id == account_id).order_by(table.c.id)
+        query = (
+            select(table.c.id, table.c.name, table.c.merged_into_id)
+            .where(table.c.account_id == account_id)
+            .order_by(table.c.id)
+        )
         named: dict[str, list[tuple[int, bool]]] = {}
         for vendor_id, name, merged_into in self.conn.execute(query):
             self.merged_into[vendor_id] = merged_into
@@ -1975,9 +2181,16 @@ class _VendorRegistry:
             self.next_id = (largest or 0) + 1
         new_id = self.next_id
         self.next_id += 1
-        self.conn.execute(insert(tables.vendors).values(
-            id=new_id, account_id=account_id, name=vendor_name.strip(), merged_into_id=None,
-            created_at=self.now, updated_at=self.now))
+        self.conn.execute(
+            insert(tables.vendors).values(
+                id=new_id,
+                account_id=account_id,
+                name=vendor_name.strip(),
+                merged_into_id=None,
+                created_at=self.now,
+                updated_at=self.now,
+            )
+        )
         self.report.inserted["vendors"] += 1
         self.merged_into[new_id] = None
         self.by_name[(account_id, folded)] = new_id

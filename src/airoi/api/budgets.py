@@ -96,7 +96,9 @@ def account_fx(db: Connection, principal: Principal) -> FxTable:
     return FxTable(principal.account_currency, rates)
 
 
-def _versions(db: Connection, ids: Sequence[int]) -> tuple[dict[int, list[BudgetVersion]], dict[int, str]]:
+def _versions(
+    db: Connection, ids: Sequence[int]
+) -> tuple[dict[int, list[BudgetVersion]], dict[int, str]]:
     by_initiative: dict[int, list[BudgetVersion]] = defaultdict(list)
     names: dict[int, str] = {}
     setter = users.alias("setter")
@@ -126,8 +128,9 @@ def _versions(db: Connection, ids: Sequence[int]) -> tuple[dict[int, list[Budget
     return by_initiative, names
 
 
-def _costs(db: Connection, principal: Principal, currencies: dict[int, str], today: date
-           ) -> dict[int, dict[tuple[date, str], int]]:
+def _costs(
+    db: Connection, principal: Principal, currencies: dict[int, str], today: date
+) -> dict[int, dict[tuple[date, str], int]]:
     """Spend dated on or before today, by (month, category), in each row's currency (R21)."""
     costs: dict[int, dict[tuple[date, str], int]] = defaultdict(lambda: defaultdict(int))
     same = [i for i, c in currencies.items() if c == principal.account_currency]
@@ -141,13 +144,17 @@ def _costs(db: Connection, principal: Principal, currencies: dict[int, str], tod
                 func.sum(cost_entries.c.account_amount_cents),
             )
             .where(cost_entries.c.initiative_id.in_(same), cost_entries.c.entry_date <= today)
-            .group_by(cost_entries.c.initiative_id, cost_entries.c.entry_month, cost_entries.c.cost_category)
+            .group_by(
+                cost_entries.c.initiative_id,
+                cost_entries.c.entry_month,
+                cost_entries.c.cost_category,
+            )
         )
         for initiative_id, month, category, cents in rows:
             costs[initiative_id][(month, category)] += int(cents or 0)
     if other:
         fx = account_fx(db, principal)
-        rows = db.execute(
+        entries = db.execute(
             select(
                 cost_entries.c.initiative_id,
                 cost_entries.c.entry_date,
@@ -161,7 +168,7 @@ def _costs(db: Connection, principal: Principal, currencies: dict[int, str], tod
                 cost_entries.c.amount_cents.is_not(None),
             )
         )
-        for initiative_id, day, month, category, amount, currency in rows:
+        for initiative_id, day, month, category, amount, currency in entries:
             converted = fx.convert(amount, currency, day, currencies[initiative_id])
             costs[initiative_id][(month, category)] += converted
     return costs
@@ -183,8 +190,9 @@ def _current_version(version: BudgetVersion | None, names: dict[int, str]) -> Cu
     )
 
 
-def budget_row(initiative_id: int, currency: str, figures: BudgetFigures, today: date,
-               names: dict[int, str]) -> BudgetRow:
+def budget_row(
+    initiative_id: int, currency: str, figures: BudgetFigures, today: date, names: dict[int, str]
+) -> BudgetRow:
     f = figures
     return BudgetRow(
         initiative_id=initiative_id,
@@ -216,8 +224,9 @@ def budget_row(initiative_id: int, currency: str, figures: BudgetFigures, today:
     )
 
 
-def compute_budget_rows(db: Connection, principal: Principal, initiative_rows: Sequence[Any],
-                        today: date) -> list[BudgetRow]:
+def compute_budget_rows(
+    db: Connection, principal: Principal, initiative_rows: Sequence[Any], today: date
+) -> list[BudgetRow]:
     """The budget rows of the given initiatives (each with .id and .currency), in their order."""
     if not initiative_rows:
         return []
@@ -228,8 +237,12 @@ def compute_budget_rows(db: Connection, principal: Principal, initiative_rows: S
         budget_row(
             row.id,
             currencies[row.id],
-            budget_figures(versions.get(row.id, []), costs.get(row.id, {}), today,
-                           principal.fiscal_year_start_month),
+            budget_figures(
+                versions.get(row.id, []),
+                costs.get(row.id, {}),
+                today,
+                principal.fiscal_year_start_month,
+            ),
             today,
             names,
         )
@@ -270,7 +283,9 @@ def list_budgets(
         query = query.where(initiatives.c.id == initiative_id)
     if not include_sample:
         query = query.where(initiatives.c.is_sample.is_(False))
-    page = fetch_page(db, "budgets", query, initiatives, cursor=cursor, limit=limit, build=lambda r: r)
+    page = fetch_page(
+        db, "budgets", query, initiatives, cursor=cursor, limit=limit, build=lambda r: r
+    )
     rows = compute_budget_rows(db, principal, page.rows, today)
     if budgeted:
         rows = [row for row in rows if row.budgeted]

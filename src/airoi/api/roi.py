@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import Connection, ColumnElement, Table, and_, func, select
+from sqlalchemy import ColumnElement, Connection, Table, and_, func, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -68,8 +68,9 @@ class RoiResult:
     figures: RoiFigures
 
 
-def _in_scope(table: Table, principal: Principal, initiative_id: int | None,
-              span: tuple[date, date] | None) -> ColumnElement[bool]:
+def _in_scope(
+    table: Table, principal: Principal, initiative_id: int | None, span: tuple[date, date] | None
+) -> ColumnElement[bool]:
     conditions = [table.c.account_id == principal.account_id]
     if initiative_id is not None:
         conditions.append(table.c.initiative_id == initiative_id)
@@ -84,8 +85,9 @@ def _in_scope(table: Table, principal: Principal, initiative_id: int | None,
     return and_(*conditions)
 
 
-def compute_roi(db: Connection, principal: Principal, *, window: str, initiative_id: int | None,
-                today: date) -> RoiResult:
+def compute_roi(
+    db: Connection, principal: Principal, *, window: str, initiative_id: int | None, today: date
+) -> RoiResult:
     """SEMANTICS R7-R9, for the endpoint and the tool alike."""
     scope = RoiScope(type="portfolio")
     if initiative_id is not None:
@@ -101,14 +103,21 @@ def compute_roi(db: Connection, principal: Principal, *, window: str, initiative
     span = window_range(window, today)
     period = RoiPeriod(window=window, label=WINDOW_LABELS[window])
     if span is not None:
-        period = RoiPeriod(window=window, label=WINDOW_LABELS[window], from_=span[0], through=span[1])
+        period = RoiPeriod(
+            window=window, label=WINDOW_LABELS[window], from_=span[0], through=span[1]
+        )
 
     costs = dict(
         db.execute(
-            select(cost_entries.c.cost_category, func.coalesce(func.sum(cost_entries.c.account_amount_cents), 0))
+            select(
+                cost_entries.c.cost_category,
+                func.coalesce(func.sum(cost_entries.c.account_amount_cents), 0),
+            )
             .where(_in_scope(cost_entries, principal, initiative_id, span))
             .group_by(cost_entries.c.cost_category)
-        ).tuples().all()
+        )
+        .tuples()
+        .all()
     )
     approved = db.execute(
         select(func.coalesce(func.sum(value_entries.c.account_amount_cents), 0)).where(
@@ -117,7 +126,9 @@ def compute_roi(db: Connection, principal: Principal, *, window: str, initiative
         )
     ).scalar_one()
     figures = roi_figures(int(approved), int(costs.get("capex", 0)), int(costs.get("opex", 0)))
-    return RoiResult(scope=scope, period=period, currency=principal.account_currency, figures=figures)
+    return RoiResult(
+        scope=scope, period=period, currency=principal.account_currency, figures=figures
+    )
 
 
 @get(
