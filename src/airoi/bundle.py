@@ -769,8 +769,10 @@ def _label(kind: _Kind, raw: dict[str, Any], pos: int) -> str:
 def _normalize(kind: _Kind, raw: Any, pos: int, problems: _Problems) -> _Rec | None:
     """Check one record on its own; return its row (columns) or None if it is not an object."""
     if type(raw) is not dict:
-        problems.add(f"{kind.key}[#{pos}]: {_show(raw)} is not an object")
-        return None
+        if not isinstance(raw, Mapping):
+            problems.add(f"{kind.key}[#{pos}]: {_show(raw)} is not an object")
+            return None
+        raw = dict(raw)
     label = _label(kind, raw, pos)
     row = kind.blank.copy()
     convs = kind.convs
@@ -992,7 +994,7 @@ class _Source:
         self.path: str | None = None
         if isinstance(source, Mapping):
             self.mapping = source
-            records = sum(len(v) for v in source.values() if isinstance(v, list))
+            records = sum(len(v) for v in source.values() if isinstance(v, list | tuple))
             self.progress = _Progress(hook, 2 * records, _PROGRESS_RECORDS)
         else:
             self.path = os.fspath(source)
@@ -1033,7 +1035,7 @@ class _Source:
             if wanted is not None and key not in wanted:
                 continue
             yield key, -2, None
-            if isinstance(value, list):
+            if isinstance(value, list | tuple):
                 for pos, item in enumerate(value):
                     yield key, pos, item
                     self.progress.advance(1)

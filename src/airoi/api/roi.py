@@ -107,8 +107,9 @@ def compute_roi(
             window=window, label=WINDOW_LABELS[window], from_=span[0], through=span[1]
         )
 
-    costs = dict(
-        db.execute(
+    costs: dict[str, int] = {
+        category: int(cents)
+        for category, cents in db.execute(
             select(
                 cost_entries.c.cost_category,
                 func.coalesce(func.sum(cost_entries.c.account_amount_cents), 0),
@@ -116,9 +117,7 @@ def compute_roi(
             .where(_in_scope(cost_entries, principal, initiative_id, span))
             .group_by(cost_entries.c.cost_category)
         )
-        .tuples()
-        .all()
-    )
+    }
     approved = db.execute(
         select(func.coalesce(func.sum(value_entries.c.account_amount_cents), 0)).where(
             _in_scope(value_entries, principal, initiative_id, span),
