@@ -1,0 +1,134 @@
+"""The `airoi` command line (BUNDLE.md), run as a user would, against a scratch SQLite file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+from sqlalchemy import func, select
+
+from airoi.app import create_app
+from airoi.db.engine import make_engine
+from airoi.db.tables import cost_entries, initiatives
+from airoi.demo import DEMO_SECRET_MARKER
+from airoi.settings import Settings
+from tests.conftest import bearer
+
+ENDPOINTS = [
+    "roi",
+    "initiatives",
+    "cost_entries",
+    "value_entries",
+    "metrics",
+    "observations",
+    "budgets",
+    "decisions",
+    "integrations",
+]
+
+
+def airoi(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+    env.pop("AIROI_TODAY", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "airoi", *args], env=env, capture_output=True, text=True
+    )
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def small_bundle() -> dict[str, Any]:
+    return {
+        "accounts": [{"id": 1, "name": "Acme"}],
+        "users": [
+            {"id": 10, "account_id": 1, "name": "Ada", "role": "owner", "email": "a@example.com"},
+            {"id": 11, "account_id": 1, "name": "Max", "role": "member"},
+        ],
+        "initiatives": [{"id": 100, "account_id": 1, "title": "Bot", "stage": "live"}],
+        "cost_entries": [
+            {"id": 1000, "initiative_id": 100, "amount_cents": 1234, "cost_type": "software"}
+        ],
+    }
+
+
+def test_init_load_and_reload(tmp_path: Path) -> None:
+    airoi(tmp_path, "init")
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(small_bundle()))
+    first = airoi(tmp_path, "load", str(path)).stdout
+    assert re.search(r"total\s+│?\s*5\s", first), first  # 1 account, 2 users, 1 initiative, 1 entry
+    again = airoi(tmp_path, "load", str(path)).stdout
+    assert re.search(r"total\s+│?\s*0\s+│?\s*0\s+│?\s*5\s+│?\s*0", again), again
+    gz = tmp_path / "bundle.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    airoi(tmp_path, "load", str(gz))
+
+
+def test_bad_bundle_names_record_and_field_and_writes_nothing(tmp_path: Path) -> None:
+    airoi(tmp_path, "init")
+    bundle = small_bundle()
+    bundle["initiatives"][0]["stage"] = "liv"
+    bundle["cost_entries"][0]["currency"] = "EUR"  # no FX rate for EUR
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bundle))
+    result = airoi(tmp_path, "load", str(path), check=False)
+    assert result.returncode != 0
+    assert "initiatives[id=100].stage" in result.stderr
+    assert "cost_entries[id=1000].currency" in result.stderr and "EUR" in result.stderr
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(initiatives)).scalar() == 0
+        assert conn.execute(select(func.count()).select_from(cost_entries)).scalar() == 0
+    engine.dispose()
+
+
+def test_token_issue_and_revoke(tmp_path: Path) -> None:
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(small_bundle()))
+    airoi(tmp_path, "load", str(path))
+    refused = airoi(tmp_path, "token", "issue", "--user", "11", check=False)
+    assert refused.returncode != 0 and "Owner or Admin" in refused.stderr
+    issued = airoi(tmp_path, "token", "issue", "--user", "10", "--expires-in", "3")
+    secret = issued.stdout.strip()
+    assert secret.startswith("airoi_") and len(secret) >= 49
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
+    with TestClient(app) as client:
+        assert client.get("/api/v1/initiatives", headers=bearer(secret)).status_code == 200
+        airoi(tmp_path, "token", "revoke", secret[:14])
+        assert client.get("/api/v1/initiatives", headers=bearer(secret)).status_code == 401
+
+
+def test_demo_serves_every_endpoint_with_the_printed_token(tmp_path: Path) -> None:
+    printed = airoi(tmp_path, "demo").stdout
+    assert "http://localhost:8000/api/v1" in printed and "http://localhost:8000/mcp" in printed
+    token = re.search(r"Token:\s+(\S+)", printed)
+    assert token, printed
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
+    with TestClient(app) as client:
+        for endpoint in ENDPOINTS:
+            response = client.get(f"/api/v1/{endpoint}", headers=bearer(token.group(1)))
+            assert response.status_code == 200, endpoint
+            body = response.json()
+            assert body if endpoint == "roi" else body["data"], endpoint
+            # SEMANTICS R15: the demo's fake credentials and e-mails never come out.
+            assert DEMO_SECRET_MARKER not in response.text and "@" not in response.text
+    # A second run refreshes the account and prints a new token.
+    again = airoi(tmp_path, "demo").stdout
+    assert re.search(r"Token:\s+(\S+)", again).group(1) != token.group(1)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("command", [["--help"], ["token", "--help"], ["load", "--help"]])
+def test_help_lists_the_commands(tmp_path: Path, command: list[str]) -> None:
+    out = airoi(tmp_path, *command).stdout
+    if command == ["--help"]:
+        for name in ("init", "load", "demo", "token", "serve", "openapi"):
+            assert name in out
