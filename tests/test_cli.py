@@ -39,7 +39,7 @@ def airoi(tmp_path: Path, *args: str, check: bool = True) -> subprocess.Complete
     env = {**os.environ, "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
     env.pop("AIROI_TODAY", None)
     result = subprocess.run(
-        [sys.executable, "-m", "airoi", *args], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "airoi", *args], env=env, capture_output=True, text=True, check=False
     )
     if check:
         assert result.returncode == 0, result.stderr

@@ -108,7 +108,7 @@ def test_roi_agrees_with_walking_the_entries(
         def counted(row: dict[str, Any], start: date | None = start, window: str = window) -> bool:
             day = date.fromisoformat(row["period_start"])
             return row["amount_cents"] is not None and (
-                window == "all" or start is not None and start <= day <= TODAY
+                window == "all" or (start is not None and start <= day <= TODAY)
             )
 
         def usd(row: dict[str, Any]) -> int:

@@ -66,9 +66,9 @@ ProgressHook = Callable[[int, int], None]
 _BATCH: Final = 1000  # rows per store round trip (lookups, inserts, updates)
 _MAX_PROBLEMS: Final = 1000  # lines kept; the rest are counted in one last line
 _IDS_PER_GROUP: Final = 50  # records named per shared problem of the big kinds
-_PROGRESS_BYTES: Final = 1 << 20
+_PROGRESS_BYTES: Final = 1 << 20  # report file progress about every MiB
+_PROGRESS_RECORDS: Final = 1000  # or every thousand records of a parsed bundle
 _SQLITE_CACHE_KIB = 65536  # page cache while loading (see _tuned_for_loading)
-_PROGRESS_RECORDS: Final = 1000
 _MAX_ID: Final = 2**63 - 1
 
 # SPEC sections 2 and 3.
@@ -1130,7 +1130,6 @@ class _Bulk:
             self.copy = f"COPY {quote(copy_into.name)} ({columns}) FROM STDIN"
         self.positional = compiled.positiontup is not None
         names = list(compiled.positiontup or compiled.binds)
-        self.names = names
         self.processors = []
         for name in names:
             column_type = compiled.binds[name].type
@@ -1267,7 +1266,7 @@ class _Load:
     def _take_delete(self, value: Any) -> None:
         if value is None:
             return
-        if type(value) is not dict:
+        if not isinstance(value, Mapping):
             self.problems.add("bundle: 'delete' must be an object")
             return
         for kind_key, ids in value.items():
@@ -1279,7 +1278,7 @@ class _Load:
             if kind_key not in _DELETABLE:
                 self.problems.add(f"delete.{kind_key}: not a kind that can be deleted")
                 continue
-            if type(ids) is not list:
+            if not isinstance(ids, list | tuple):
                 self.problems.add(f"delete.{kind_key}: {_show(ids)} is not an array of ids")
                 continue
             chosen = self.deletes.setdefault(kind_key, set())
