@@ -1,0 +1,135 @@
+"""What the benchmarks share: scratch databases, `airoi load` in a child, a server on loopback,
+and timing of repeated requests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from airoi.db.engine import make_engine
+from bench.make_bundle import BENCH_TOKEN
+
+WARM_UP = 5
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def airoi(*args: str, url: str, **env: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "airoi", *args],
+        env={**os.environ, "AIROI_DATABASE_URL": url, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+@contextmanager
+def scratch_databases(work: Path, postgres_admin: str | None) -> Iterator[list[tuple[str, str]]]:
+    """An SQLite file, and a fresh PostgreSQL database given an admin URL (dropped after)."""
+    targets = [("sqlite", f"sqlite:///{work / 'bench.db'}")]
+    name = f"airoi_bench_{uuid.uuid4().hex[:8]}"
+    admin = make_engine(postgres_admin) if postgres_admin else None
+    if admin is not None and postgres_admin:
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        url = make_url(postgres_admin).set(database=name).render_as_string(hide_password=False)
+        targets.append(("postgresql", url))
+    try:
+        yield targets
+    finally:
+        if admin is not None:
+            with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
+
+
+# `airoi load` in a child that reports its own peak RSS (KiB) as its last line on stderr.
+_LOAD = """
+import resource, sys
+from airoi.cli import main
+sys.argv = ["airoi", "load", sys.argv[1]]
+try:
+    main()
+finally:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+"""
+
+
+def load(url: str, bundle: Path, rows: int) -> dict[str, float]:
+    """`airoi init`, then `airoi load` in a child: wall time, rows/s, the loader's peak RSS."""
+    airoi("init", url=url)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD, str(bundle)],
+        env={**os.environ, "AIROI_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds = time.perf_counter() - started
+    peak_mb = int(done.stderr.strip().splitlines()[-1]) / 1024
+    return {"load_s": seconds, "load_rows_per_s": rows / seconds, "load_peak_rss_mb": peak_mb}
+
+
+@contextmanager
+def serving(url: str, **env: str) -> Iterator[httpx.Client]:
+    """`airoi serve` (one worker) on a free loopback port; a client holding the bench token."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "airoi", "serve", "--port", str(port)],
+        env={**os.environ, "AIROI_DATABASE_URL": url, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    headers = {"Authorization": f"Bearer {BENCH_TOKEN}"}
+    base = f"http://127.0.0.1:{port}/api/v1/"
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+            for _ in range(200):
+                try:
+                    client.get("openapi.json")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            yield client
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def timed(call: Callable[[], Any], repeats: int) -> dict[str, float]:
+    """Median and p99 in milliseconds of `call`, after a short warm-up."""
+    samples = []
+    for i in range(repeats + WARM_UP):
+        started = time.perf_counter()
+        call()
+        if i >= WARM_UP:
+            samples.append((time.perf_counter() - started) * 1000)
+    samples.sort()
+    return {
+        "p50_ms": statistics.median(samples),
+        "p99_ms": samples[max(int(len(samples) * 0.99) - 1, 0)],
+    }
+
+
+def ok(response: httpx.Response) -> httpx.Response:
+    assert response.status_code == 200, response.text
+    return response

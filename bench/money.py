@@ -1,0 +1,124 @@
+"""GET /roi and GET /budgets on a large account, against the raw SQL aggregate each needs.
+
+    python -m bench.money [--cost-entries 1000000 --value-entries 200000 --initiatives 2000]
+                          [--postgres URL]
+
+For each database: load a generated bundle (budgets on three initiatives in four), then time
+through a real server on loopback GET /roi (all, 1yr) and GET /budgets (limit 100, 500), and
+the same sums as one hand-written query on the raw driver (sqlite3 / psycopg). Prints the
+median and p99 of each and the ratio service/raw (targets: /roi within 2x, a /budgets page
+of 100 within 3x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import tempfile
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+from bench.common import load, ok, scratch_databases, serving, timed
+from bench.make_bundle import ACCOUNT_ID, write_bundle
+
+TODAY = date(2026, 6, 15)
+ONE_YEAR_FROM = date(2025, 6, 16)
+
+PORTFOLIO = (
+    "account_id = {a} AND initiative_id NOT IN "
+    "(SELECT id FROM initiatives WHERE account_id = {a} AND is_sample)"
+)
+ROI_SQL = """
+SELECT cost_category, SUM(account_amount_cents) FROM cost_entries
+ WHERE {scope} {span} GROUP BY cost_category
+UNION ALL
+SELECT 'approved', SUM(account_amount_cents) FROM value_entries
+ WHERE {scope} AND status = 'approved' {span}
+"""
+BUDGET_SQL = """
+WITH page AS (
+  SELECT id FROM initiatives WHERE account_id = {a} AND NOT is_sample
+  ORDER BY updated_at, id LIMIT {limit}
+)
+SELECT c.initiative_id, c.entry_month, c.cost_category, SUM(c.account_amount_cents)
+  FROM cost_entries c WHERE c.initiative_id IN (SELECT id FROM page) AND c.entry_date <= '{today}'
+ GROUP BY c.initiative_id, c.entry_month, c.cost_category
+UNION ALL
+SELECT v.initiative_id, v.effective_from, v.status, v.opex_cents
+  FROM budget_versions v WHERE v.initiative_id IN (SELECT id FROM page)
+"""
+
+
+def raw_runner(url: str) -> Callable[[str], list[Any]]:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        sqlite = sqlite3.connect(parsed.database or "")
+        return lambda sql: sqlite.execute(sql).fetchall()
+    pg = psycopg.connect(
+        parsed.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+    )
+    return lambda sql: pg.execute(sql).fetchall()  # type: ignore[arg-type]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cost-entries", type=int, default=1_000_000)
+    parser.add_argument("--value-entries", type=int, default=200_000)
+    parser.add_argument("--initiatives", type=int, default=2_000)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--postgres", help="an admin URL; a scratch database is made and dropped")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="airoi-bench-"))
+    bundle = work / "bundle.json"
+    write_bundle(
+        bundle,
+        cost_entries=args.cost_entries,
+        initiatives=args.initiatives,
+        value_entries=args.value_entries,
+        budgets=True,
+    )
+    a = ACCOUNT_ID
+    span_1yr = f"AND entry_date BETWEEN '{ONE_YEAR_FROM}' AND '{TODAY}'"
+    cases: list[tuple[str, str, dict[str, Any], str]] = [
+        ("roi_all", "roi", {}, ROI_SQL.format(scope=PORTFOLIO.format(a=a), span="")),
+        (
+            "roi_1yr",
+            "roi",
+            {"window": "1yr"},
+            ROI_SQL.format(scope=PORTFOLIO.format(a=a), span=span_1yr),
+        ),
+        ("budgets_100", "budgets", {"limit": 100}, BUDGET_SQL.format(a=a, limit=100, today=TODAY)),
+        ("budgets_500", "budgets", {"limit": 500}, BUDGET_SQL.format(a=a, limit=500, today=TODAY)),
+    ]
+    rows = args.cost_entries + args.value_entries + args.initiatives
+    print(f"bundle: {rows:,} rows, {bundle.stat().st_size / 1e6:,.0f} MB; today {TODAY}")
+    with scratch_databases(work, args.postgres) as targets:
+        for name, url in targets:
+            loaded = load(url, bundle, rows)
+            print(
+                f"{name}: loaded {rows:,} rows in {loaded['load_s']:.0f} s "
+                f"({loaded['load_rows_per_s']:,.0f} rows/s, peak RSS {loaded['load_peak_rss_mb']:.0f} MB)"
+            )
+            raw = raw_runner(url)
+            with serving(url, AIROI_TODAY=TODAY.isoformat()) as client:
+                for label, path, params, sql in cases:
+                    service = timed(
+                        lambda p=path, q=params: ok(client.get(p, params=q)), args.repeats
+                    )
+                    direct = timed(lambda s=sql, run=raw: run(s), args.repeats)
+                    print(
+                        f"  {label:12} service p50 {service['p50_ms']:8.1f} ms "
+                        f"p99 {service['p99_ms']:8.1f} ms"
+                        f" | raw p50 {direct['p50_ms']:8.1f} ms p99 {direct['p99_ms']:8.1f} ms"
+                        f" | ratio {service['p50_ms'] / direct['p50_ms']:.2f}x",
+                        flush=True,
+                    )
+
+
+if __name__ == "__main__":
+    main()
