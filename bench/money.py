@@ -102,7 +102,8 @@ def main() -> None:
             loaded = load(url, bundle, rows)
             print(
                 f"{name}: loaded {rows:,} rows in {loaded['load_s']:.0f} s "
-                f"({loaded['load_rows_per_s']:,.0f} rows/s, peak RSS {loaded['load_peak_rss_mb']:.0f} MB)"
+                f"({loaded['load_rows_per_s']:,.0f} rows/s, "
+                f"peak RSS {loaded['load_peak_rss_mb']:.0f} MB)"
             )
             raw = raw_runner(url)
             with serving(url, AIROI_TODAY=TODAY.isoformat()) as client:
