@@ -1,0 +1,53 @@
+"""Settings from the environment (BUNDLE.md) and the day figures are computed for (SEMANTICS R1)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+from litestar.testing import TestClient
+from sqlalchemy import Engine
+
+from airoi.app import app_from_env
+from airoi.settings import DEFAULT_DATABASE_URL, Settings
+from tests.conftest import bearer
+from tests.factories import BundleBuilder
+
+
+def test_defaults() -> None:
+    settings = Settings.from_env({})
+    assert settings.database_url == DEFAULT_DATABASE_URL == "sqlite:///airoi.db"
+    assert settings.today is None
+    assert settings.rate_limit == "600/minute"
+
+
+def test_today_is_the_utc_date_unless_fixed() -> None:
+    # SEMANTICS R1
+    before = datetime.now(UTC).date()
+    today = Settings.from_env({}).current_date()
+    assert before <= today <= datetime.now(UTC).date()
+    assert Settings.from_env({"AIROI_TODAY": "2027-02-28"}).current_date() == date(2027, 2, 28)
+    with pytest.raises(ValueError, match="AIROI_TODAY"):
+        Settings.from_env({"AIROI_TODAY": "28/02/2027"})
+
+
+def test_served_figures_use_airoi_today(
+    db_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SEMANTICS R1: as_of and the ROI window follow AIROI_TODAY in the served app.
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    b.initiative(acct)
+    b.load(engine)
+    monkeypatch.setenv("AIROI_DATABASE_URL", db_url)
+    monkeypatch.setenv("AIROI_TODAY", "2025-12-31")
+    monkeypatch.setenv("AIROI_APP_URL", "https://roi.example.org/")
+    app = app_from_env()
+    assert app.state.settings.app_url == "https://roi.example.org"
+    with TestClient(app) as client:
+        row = client.get("/api/v1/budgets", headers=bearer(token)).json()["data"][0]
+        assert row["as_of"] == "2025-12-31"
+        period = client.get("/api/v1/roi?window=1yr", headers=bearer(token)).json()["period"]
+        assert (period["from"], period["through"]) == ("2025-01-01", "2025-12-31")
+    app.state.engine.dispose()
