@@ -1175,3 +1175,39 @@ def test_a_new_fx_rate_converts_stored_entries_again_without_touching_them(
     # 1,000 EUR cents on 2026-02-01 now at 1.2000.
     assert entry["account_amount_cents"] == 1_200
     assert entry["updated_at"] == NOW
+
+
+@needs_reporting
+def test_a_currency_change_that_strands_stored_entries_is_refused(engine: Engine) -> None:
+    bundle = base_bundle()
+    bundle["cost_entries"].append(
+        {"id": 19, "initiative_id": 5, "amount_cents": 50_000, "currency": "USD"}
+    )
+    loaded(engine, bundle)
+    # Account 1 turns to EUR: its stored USD entry would have no USD rate.
+    problems = refused(engine, {"accounts": [{"id": 1, "name": "Acme", "currency": "EUR"}]})
+    assert problems == [
+        "accounts[id=1].currency: stored cost_entries in USD would have no FX rate for USD "
+        "in account 1"
+    ]
+    report = loaded(
+        engine,
+        {
+            "accounts": [{"id": 1, "name": "Acme", "currency": "EUR"}],
+            "fx_rates": [
+                {
+                    "account_id": 1,
+                    "currency": "USD",
+                    "rate": "0.9000",
+                    "effective_from": "2026-01-01",
+                }
+            ],
+        },
+        now=LATER,
+    )
+    assert report.updated["accounts"] == 1
+    amounts = {r["id"]: r["account_amount_cents"] for r in rows(engine, tables.cost_entries)}
+    # 50,000 USD cents at 0.9000 EUR per USD; 17 is in EUR already; 18 has no
+    # currency, so it is in the account's currency, now EUR (SEMANTICS R5).
+    assert amounts == {17: 1_000, 18: 50_000, 19: 45_000}
+    assert one(engine, tables.cost_entries, id=19)["updated_at"] == NOW

@@ -2004,9 +2004,17 @@ class _Load:
                     for stored in batch:
                         if stored.amount_cents is None:
                             continue
-                        converted = fx.convert(
-                            stored.amount_cents, stored.currency, stored.entry_date, None
-                        )
+                        try:
+                            converted = fx.convert(
+                                stored.amount_cents, stored.currency, stored.entry_date, None
+                            )
+                        except MissingRate as exc:  # the account changed its currency
+                            self.problems.add(
+                                f"accounts[id={account_id}].currency: stored {key} in "
+                                f"{exc.currency} would have no FX rate for {exc.currency} in "
+                                f"account {account_id}"
+                            )
+                            break
                         if converted != stored.account_amount_cents:
                             refreshed.append(
                                 {
