@@ -50,6 +50,7 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.exc import DataError, IntegrityError
@@ -2263,8 +2264,29 @@ def load_bundle(
             if load.problems:
                 raise load.problems.error()
             load.write()
-            return load.report
     except (IntegrityError, DataError) as exc:
         # A guard: validation should leave the store nothing to refuse.
         detail = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
         raise BundleError([f"bundle: the store refused the data ({detail})"]) from exc
+    _refresh_statistics(engine, load.report)
+    return load.report
+
+
+def _refresh_statistics(engine: Engine, report: LoadReport) -> None:
+    """Give PostgreSQL's planner statistics for the tables a load changed.
+
+    Without them, the first queries after a bulk load are planned for empty tables (a
+    bitmap scan and sort of a whole account instead of walking the keyset index).
+    """
+    if engine.dialect.name != "postgresql":
+        return
+    changed = {
+        key
+        for counts in (report.inserted, report.updated, report.deleted)
+        for key, count in counts.items()
+        if count
+    }
+    names = sorted(KINDS[key].table.name for key in changed if key in KINDS)
+    if names:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ANALYZE " + ", ".join(names)))

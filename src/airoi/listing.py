@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 import msgspec
-from sqlalchemy import ColumnElement, Connection, Select, Table, and_, or_
+from sqlalchemy import ColumnElement, Connection, Select, Table, literal, tuple_
 
 from airoi.errors import bad_parameter
 from airoi.timeutil import parse_datetime
@@ -95,9 +95,11 @@ def parse_updated_since(value: str | None) -> datetime | None:
 
 
 def keyset_after(updated_at: Any, row_id: Any, position: Position) -> ColumnElement[bool]:
-    return or_(
-        updated_at > position.updated_at,
-        and_(updated_at == position.updated_at, row_id > position.id),
+    # A row-value comparison, so that SQLite and PostgreSQL both seek the (account_id,
+    # updated_at, id) index to the position: the OR spelling made SQLite scan from the
+    # account's first row, so a page deep in the table cost in proportion to its depth.
+    return tuple_(updated_at, row_id) > tuple_(
+        literal(position.updated_at, type_=updated_at.type), literal(position.id, type_=row_id.type)
     )
 
 
