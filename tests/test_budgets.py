@@ -300,3 +300,23 @@ def test_fiscal_year_starting_in_april(engine: Engine, client_at: MakeClient) ->
     assert row["opex_budget_to_date_cents"] == 500
     assert row["opex_actual_fiscal_ytd_cents"] == 70 + 110
     assert row["spent_before_budget_cents"] == 70 + 90
+
+
+def test_budget_rows_of_one_account_only(engine: Engine, client_at: MakeClient) -> None:
+    b = BundleBuilder()
+    mine, theirs = b.account(name="Mine"), b.account(name="Theirs")
+    token = b.token(b.user(mine))
+    b.user(theirs)
+    own = b.initiative(mine)
+    foreign = b.initiative(theirs)
+    b.budget_version(
+        foreign, effective_from="2026-01-01", opex_cents=5_000, approved_at="2025-12-01T00:00:00Z"
+    )
+    b.cost_entry(foreign, amount_cents=9_999, period_start="2026-02-01")
+    b.load(engine)
+    client = client_at(TODAY)
+    assert set(rows(client, token, include_sample="true")) == {own}
+    response = client.get(
+        "/api/v1/budgets", params={"initiative_id": foreign}, headers=bearer(token)
+    )
+    assert response.status_code == 404  # SEMANTICS R31, never an empty list

@@ -41,6 +41,7 @@ from airoi.auth import authenticate
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.settings import Settings
+from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 
 API_PREFIX = "/api/v1"
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
@@ -228,8 +229,11 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         # described); an empty router stands in for the framework's documentation routes.
         openapi_controller=cast(Any, Router("/_no_docs", route_handlers=[])),
     )
+    # SPEC 4.B: /mcp behind the same token middleware; its session manager runs in the lifespan.
+    mcp = mcp_endpoint(engine, settings)
     app = Litestar(
-        route_handlers=[api, openapi_description],
+        route_handlers=[api, openapi_description, mcp.route_handler],
+        lifespan=[mcp.lifespan],
         middleware=[
             DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),
         ],
