@@ -1,0 +1,319 @@
+"""Every query the tools run. Each one is narrowed to the principal's account here, so a tool
+cannot see another account's rows by forgetting a condition (SEMANTICS R27).
+
+Every list is bounded by a `limit` given by the caller; nothing here reads a whole table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, case, func, select
+
+from airoi.auth import Principal
+from airoi.db.tables import (
+    assessments,
+    cost_entries,
+    initiative_notes,
+    initiatives,
+    integrations,
+    metrics,
+    users,
+    value_entries,
+    vendors,
+)
+
+# The columns a tool may read of a connection: never credentials, settings or last_error
+# (SEMANTICS R15).
+INTEGRATION_COLUMNS = (
+    integrations.c.id,
+    integrations.c.platform,
+    integrations.c.name,
+    integrations.c.status,
+    integrations.c.last_sync_status,
+    integrations.c.last_synced_at,
+    integrations.c.reauth_required_at,
+)
+
+owner = users.alias("owner")
+author = users.alias("author")
+
+
+def count_initiatives(db: Connection, principal: Principal, stages: Sequence[str] | None) -> int:
+    query = select(func.count()).select_from(initiatives).where(*_listed(principal, stages))
+    return int(db.execute(query).scalar_one())
+
+
+def list_initiatives(
+    db: Connection, principal: Principal, stages: Sequence[str] | None, limit: int
+) -> Sequence[Any]:
+    """Most recently changed first; sample initiatives left out, as on GET /initiatives."""
+    return db.execute(
+        select(initiatives.c.id, initiatives.c.title, initiatives.c.stage)
+        .where(*_listed(principal, stages))
+        .order_by(initiatives.c.updated_at.desc(), initiatives.c.id.desc())
+        .limit(limit)
+    ).all()
+
+
+def _listed(principal: Principal, stages: Sequence[str] | None) -> list[ColumnElement[bool]]:
+    conditions = [
+        initiatives.c.account_id == principal.account_id,
+        initiatives.c.is_sample.is_(False),
+    ]
+    if stages is not None:
+        conditions.append(initiatives.c.stage.in_(stages))
+    return conditions
+
+
+def initiative(db: Connection, principal: Principal, initiative_id: int) -> Any | None:
+    """One initiative of the account (sample or not), with its owner's name; None if unseen."""
+    return db.execute(
+        select(initiatives, owner.c.name.label("owner_name"))
+        .outerjoin(owner, owner.c.id == initiatives.c.owner_id)
+        .where(
+            initiatives.c.id == initiative_id,
+            initiatives.c.account_id == principal.account_id,
+        )
+    ).first()
+
+
+def recent_costs(
+    db: Connection, principal: Principal, initiative_id: int, limit: int
+) -> tuple[Sequence[Any], int]:
+    """The most recent cost entries by reported date (SEMANTICS R2), and how many there are."""
+    where = (
+        cost_entries.c.account_id == principal.account_id,
+        cost_entries.c.initiative_id == initiative_id,
+    )
+    rows = db.execute(
+        select(
+            cost_entries.c.id,
+            cost_entries.c.amount_cents,
+            cost_entries.c.currency,
+            cost_entries.c.cost_category,
+            cost_entries.c.cost_type,
+            cost_entries.c.vendor_name,
+            cost_entries.c.description,
+            cost_entries.c.entry_date,
+        )
+        .where(*where)
+        .order_by(cost_entries.c.entry_date.desc(), cost_entries.c.id.desc())
+        .limit(limit)
+    ).all()
+    total = db.execute(select(func.count()).select_from(cost_entries).where(*where)).scalar_one()
+    return rows, int(total)
+
+
+def recent_values(
+    db: Connection, principal: Principal, initiative_id: int, limit: int
+) -> tuple[Sequence[Any], int]:
+    where = (
+        value_entries.c.account_id == principal.account_id,
+        value_entries.c.initiative_id == initiative_id,
+    )
+    rows = db.execute(
+        select(
+            value_entries.c.id,
+            value_entries.c.amount_cents,
+            value_entries.c.currency,
+            value_entries.c.status,
+            value_entries.c.entry_type,
+            value_entries.c.entry_date,
+        )
+        .where(*where)
+        .order_by(value_entries.c.entry_date.desc(), value_entries.c.id.desc())
+        .limit(limit)
+    ).all()
+    total = db.execute(select(func.count()).select_from(value_entries).where(*where)).scalar_one()
+    return rows, int(total)
+
+
+def recent_notes(
+    db: Connection, principal: Principal, initiative_id: int, limit: int
+) -> tuple[Sequence[Any], int]:
+    where = (
+        initiative_notes.c.account_id == principal.account_id,
+        initiative_notes.c.initiative_id == initiative_id,
+    )
+    rows = db.execute(
+        select(
+            initiative_notes.c.id,
+            initiative_notes.c.body,
+            initiative_notes.c.created_at,
+            author.c.name.label("author_name"),
+        )
+        .outerjoin(author, author.c.id == initiative_notes.c.author_id)
+        .where(*where)
+        .order_by(initiative_notes.c.created_at.desc(), initiative_notes.c.id.desc())
+        .limit(limit)
+    ).all()
+    total = db.execute(
+        select(func.count()).select_from(initiative_notes).where(*where)
+    ).scalar_one()
+    return rows, int(total)
+
+
+def list_integrations(
+    db: Connection, principal: Principal, limit: int, platforms: Sequence[str] | None = None
+) -> tuple[Sequence[Any], int]:
+    where = [integrations.c.account_id == principal.account_id]
+    if platforms is not None:
+        where.append(func.lower(integrations.c.platform).in_([p.lower() for p in platforms]))
+    rows = db.execute(
+        select(*INTEGRATION_COLUMNS)
+        .where(*where)
+        .order_by(integrations.c.platform, integrations.c.id)
+        .limit(limit)
+    ).all()
+    total = db.execute(select(func.count()).select_from(integrations).where(*where)).scalar_one()
+    return rows, int(total)
+
+
+def connected_platforms(db: Connection, principal: Principal) -> set[str]:
+    """The platforms this account has a connection to, lower-cased."""
+    rows = db.execute(
+        select(func.lower(integrations.c.platform))
+        .where(integrations.c.account_id == principal.account_id)
+        .distinct()
+    )
+    return {str(platform) for (platform,) in rows}
+
+
+# search -------------------------------------------------------------------------------------
+
+
+def _rank(column: Any, needle: str) -> Any:
+    """0 exact, 1 prefix, 2 substring of the title (case-insensitive), else 3."""
+    lowered = func.lower(column)
+    return case(
+        (lowered == needle, 0),
+        (lowered.startswith(needle, autoescape=True), 1),
+        (lowered.contains(needle, autoescape=True), 2),
+        else_=3,
+    )
+
+
+def _matches(column: Any, needle: str) -> ColumnElement[bool]:
+    return func.lower(column).contains(needle, autoescape=True)
+
+
+def search_initiatives(
+    db: Connection, principal: Principal, needle: str, limit: int
+) -> Sequence[Any]:
+    """Title or description matches, best title match first; rank 3 is a description match."""
+    rank = _rank(initiatives.c.title, needle).label("rank")
+    return db.execute(
+        select(
+            initiatives.c.id,
+            initiatives.c.title,
+            initiatives.c.stage,
+            initiatives.c.is_sample,
+            initiatives.c.description,
+            rank,
+        )
+        .where(
+            initiatives.c.account_id == principal.account_id,
+            _matches(initiatives.c.title, needle) | _matches(initiatives.c.description, needle),
+        )
+        .order_by(rank, initiatives.c.title, initiatives.c.id)
+        .limit(limit)
+    ).all()
+
+
+def search_metrics(db: Connection, principal: Principal, needle: str, limit: int) -> Sequence[Any]:
+    rank = _rank(metrics.c.name, needle).label("rank")
+    key_rank = _rank(metrics.c.metric_key, needle)
+    best = case((key_rank < rank, key_rank), else_=rank).label("best")
+    return db.execute(
+        select(
+            metrics.c.id,
+            metrics.c.metric_key,
+            metrics.c.name,
+            metrics.c.description,
+            metrics.c.unit,
+            metrics.c.active,
+            best,
+        )
+        .where(
+            metrics.c.account_id == principal.account_id,
+            _matches(metrics.c.name, needle) | _matches(metrics.c.metric_key, needle),
+        )
+        .order_by(best, metrics.c.name, metrics.c.id)
+        .limit(limit)
+    ).all()
+
+
+def search_integrations(
+    db: Connection, principal: Principal, needle: str, limit: int
+) -> Sequence[Any]:
+    title = func.coalesce(integrations.c.name, integrations.c.platform)
+    rank = _rank(title, needle)
+    platform_rank = _rank(integrations.c.platform, needle)
+    best = case((platform_rank < rank, platform_rank), else_=rank).label("best")
+    return db.execute(
+        select(*INTEGRATION_COLUMNS, best)
+        .where(
+            integrations.c.account_id == principal.account_id,
+            _matches(title, needle) | _matches(integrations.c.platform, needle),
+        )
+        .order_by(best, integrations.c.platform, integrations.c.id)
+        .limit(limit)
+    ).all()
+
+
+def search_vendors(db: Connection, principal: Principal, needle: str, limit: int) -> Sequence[Any]:
+    """Vendors of the account (merged ones left out: their entries now point elsewhere)."""
+    rank = _rank(vendors.c.name, needle).label("rank")
+    entry_count = (
+        select(func.count())
+        .select_from(cost_entries)
+        .where(
+            cost_entries.c.account_id == principal.account_id,
+            cost_entries.c.vendor_id == vendors.c.id,
+        )
+        .scalar_subquery()
+        .label("entry_count")
+    )
+    return db.execute(
+        select(vendors.c.id, vendors.c.name, entry_count, rank)
+        .where(
+            vendors.c.account_id == principal.account_id,
+            vendors.c.merged_into_id.is_(None),
+            _matches(vendors.c.name, needle),
+        )
+        .order_by(rank, vendors.c.name, vendors.c.id)
+        .limit(limit)
+    ).all()
+
+
+def search_people(db: Connection, principal: Principal, needle: str, limit: int) -> Sequence[Any]:
+    """People of the account by name; the e-mail column is never selected (SEMANTICS R15)."""
+    rank = _rank(users.c.name, needle).label("rank")
+    return db.execute(
+        select(users.c.id, users.c.name, users.c.role, rank)
+        .where(
+            users.c.account_id == principal.account_id,
+            users.c.removed_at.is_(None),
+            _matches(users.c.name, needle),
+        )
+        .order_by(rank, users.c.name, users.c.id)
+        .limit(limit)
+    ).all()
+
+
+def search_assessments(
+    db: Connection, principal: Principal, needle: str, limit: int
+) -> Sequence[Any]:
+    rank = _rank(assessments.c.title, needle).label("rank")
+    return db.execute(
+        select(assessments.c.id, assessments.c.title, assessments.c.status, rank)
+        .where(
+            assessments.c.account_id == principal.account_id,
+            assessments.c.status == "active",
+            _matches(assessments.c.title, needle),
+        )
+        .order_by(rank, assessments.c.title, assessments.c.id)
+        .limit(limit)
+    ).all()

@@ -1,0 +1,370 @@
+"""The MCP server and its seven read-only tools (SPEC 4.B), served at exactly /mcp.
+
+The streamable HTTP app runs stateless with JSON responses, behind the app's own
+authentication middleware: a request without a good token is refused 401/403 with
+the SPEC 7 body before the SDK sees it (SEMANTICS R27), and every tool reads the
+Principal that middleware put in the request's scope. The session manager runs
+inside the Litestar lifespan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import date
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from litestar import Litestar, asgi
+from litestar.handlers import ASGIRouteHandler
+from litestar.types import Receive, Scope, Send
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, ValidationError
+from sqlalchemy import Engine
+
+from airoi import __version__
+from airoi.api.common import MAX_ID
+from airoi.auth import Principal
+from airoi.settings import Settings
+from airoi.tools import search as search_module
+from airoi.tools import service
+from airoi.tools.errors import ToolRefusal, validation_sentence
+from airoi.tools.models import (
+    HelpArticle,
+    InitiativeDetail,
+    InitiativeListResult,
+    IntegrationListResult,
+    PlatformSetupGuide,
+    RoiSummary,
+    RolledUpStatus,
+    SearchKind,
+    SearchResult,
+)
+
+MCP_PATH = "/mcp"
+LIST_INITIATIVES_DEFAULT = 20
+LIST_INITIATIVES_MAX = 50  # SPEC 8
+SEARCH_MIN_QUERY = 2  # SPEC 8
+SEARCH_MAX_QUERY = 200
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True,
+    destructive_hint=False,
+    idempotent_hint=True,
+    open_world_hint=False,
+)
+
+INSTRUCTIONS = (
+    "Read-only tools over one account's AI initiatives: ROI, initiatives with budgets and "
+    "spend, connections, help articles and platform setup guides. Amounts are integer cents "
+    "with their currency beside them. Use search to find ids and page URLs."
+)
+
+
+class AccountToolServer(MCPServer[Any]):
+    """MCPServer whose tool errors are one sentence each (SEMANTICS R27)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            # The cause is logged by the SDK; the caller learns only that it failed.
+            raise UnexpectedToolError(
+                "The tool failed to answer; the error has been logged."
+            ) from exc.__cause__
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolRefusal(validation_sentence(cause)) from cause
+            if isinstance(cause, ToolRefusal):
+                raise ToolRefusal(str(cause)) from cause
+            raise
+
+
+def principal_of(ctx: Context) -> Principal:
+    """The account and user of this call, put in the scope by the authentication middleware."""
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None) or {}
+    principal = scope.get("user")
+    if not isinstance(principal, Principal):  # only reachable when mounted without the middleware
+        raise ToolRefusal("This call carries no account; send the bearer token.")
+    return principal
+
+
+class AccountTools:
+    """The seven tools, each reading one account through a read-only engine."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.pages = service.Pages(settings.app_url)
+
+    def today(self) -> date:
+        return self.settings.current_date()
+
+    def get_roi_summary(
+        self,
+        ctx: Context,
+        initiative_id: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_ID,
+                description="One initiative of the account; omit for the whole portfolio.",
+            ),
+        ] = None,
+        window: Annotated[
+            Literal["1yr", "3yr", "5yr", "all"],
+            Field(
+                description=(
+                    "all (default) counts every entry; 1yr, 3yr and 5yr count only entries "
+                    "dated in that trailing span ending today."
+                )
+            ),
+        ] = "all",
+    ) -> RoiSummary:
+        principal = principal_of(ctx)
+        with self.engine.connect() as db:
+            return service.roi_summary(
+                db, principal, window=window, initiative_id=initiative_id, today=self.today()
+            )
+
+    def list_initiatives(
+        self,
+        ctx: Context,
+        status: Annotated[
+            RolledUpStatus | None,
+            Field(
+                description=(
+                    "Only initiatives with this rolled-up status: not_started (identified, "
+                    "reviewing), active (implementing, live), completed, or inactive (paused, "
+                    "rejected, dismissed). Omit for all."
+                )
+            ),
+        ] = None,
+        limit: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=LIST_INITIATIVES_MAX,
+                description=f"How many to return, 1 to {LIST_INITIATIVES_MAX}.",
+            ),
+        ] = LIST_INITIATIVES_DEFAULT,
+    ) -> InitiativeListResult:
+        principal = principal_of(ctx)
+        with self.engine.connect() as db:
+            return service.initiative_list(db, principal, status=status, limit=limit)
+
+    def get_initiative(
+        self,
+        ctx: Context,
+        initiative_id: Annotated[
+            int, Field(ge=1, le=MAX_ID, description="The initiative's id (see list_initiatives).")
+        ],
+    ) -> InitiativeDetail:
+        principal = principal_of(ctx)
+        with self.engine.connect() as db:
+            return service.initiative_detail(
+                db, principal, initiative_id=initiative_id, today=self.today(), pages=self.pages
+            )
+
+    def search(
+        self,
+        ctx: Context,
+        query: Annotated[
+            str,
+            Field(
+                min_length=SEARCH_MIN_QUERY,
+                max_length=SEARCH_MAX_QUERY,
+                description="What to look for, at least 2 characters; matched in titles and names.",
+            ),
+        ],
+        types: Annotated[
+            list[SearchKind] | None,
+            Field(
+                max_length=len(search_module.ALL_KINDS),
+                description="Only these kinds of result; omit for every kind.",
+            ),
+        ] = None,
+    ) -> SearchResult:
+        principal = principal_of(ctx)
+        with self.engine.connect() as db:
+            return search_module.search(db, principal, query=query, kinds=types, pages=self.pages)
+
+    def list_integrations(self, ctx: Context) -> IntegrationListResult:
+        principal = principal_of(ctx)
+        with self.engine.connect() as db:
+            return service.integration_list(db, principal)
+
+    def get_help_article(
+        self,
+        ctx: Context,
+        slug: Annotated[
+            str | None,
+            Field(min_length=1, max_length=200, description="The article's slug."),
+        ] = None,
+        id: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_ID, description="The article's id; wins when slug is given too."),
+        ] = None,
+    ) -> HelpArticle:
+        principal_of(ctx)  # help is the same for every account, but only for a good token
+        return service.help_article(article_id=id, slug=slug, pages=self.pages)
+
+    def get_platform_setup_guide(
+        self,
+        ctx: Context,
+        platform: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="The platform's name or key, such as 'OpenAI' or 'github_copilot'.",
+            ),
+        ],
+    ) -> PlatformSetupGuide:
+        principal = principal_of(ctx)
+        with self.engine.connect() as db:
+            return service.platform_setup_guide(db, principal, platform=platform, pages=self.pages)
+
+
+TOOL_TEXTS: dict[str, tuple[str, str]] = {
+    "get_roi_summary": (
+        "ROI summary",
+        "ROI of the whole portfolio (sample initiatives excluded) or of one initiative over a "
+        "trailing window: approved value, total cost split into capex and opex, net value, "
+        "roi and roi_percent. The same figures as the ROI dashboard and GET /roi. Only "
+        "approved value entries count. roi is null (not zero) when there is no cost.",
+    ),
+    "list_initiatives": (
+        "List initiatives",
+        "The account's initiatives (sample ones left out), most recently changed first, with "
+        "id, title, stage and rolled-up status. Filter by status; total says how many match. "
+        "Use get_initiative with an id for detail.",
+    ),
+    "get_initiative": (
+        "Initiative detail",
+        "One initiative: stage, category, owner, business case (expected capex, opex, savings "
+        "and revenue uplift), the approved budget against spend to date, the 10 most recent "
+        "cost and value entries (value entries count toward ROI only when approved) and the "
+        "most recent notes.",
+    ),
+    "search": (
+        "Search the account",
+        "Find initiatives, application pages, metric definitions (library and the account's "
+        "own), connections and platforms not yet connected, vendors, people (names only), "
+        "initiative templates, help articles and active assessments. Exact title matches come "
+        "first, then prefixes, then other matches. Each hit has its id or key and, where it has "
+        "one, the URL of its page. Restrict with types.",
+    ),
+    "list_integrations": (
+        "List connections",
+        "The account's connections to other platforms with status, last sync outcome and time, "
+        "and whether the platform needs reconnecting. Credentials are never shown.",
+    ),
+    "get_help_article": (
+        "Help article",
+        "The full text (Markdown) of a published help article, by id or slug; when both are "
+        "given the id is used. Find articles with search and types ['help_article'].",
+    ),
+    "get_platform_setup_guide": (
+        "Platform setup guide",
+        "How to connect one platform: how it authenticates, the steps, where to find the "
+        "credential, any setup script and tips, whether this account already has a connection "
+        "to it (with status), and the URL of the page to connect it from.",
+    ),
+}
+
+
+def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
+    server = AccountToolServer(
+        name="airoi",
+        title="AI ROI",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+    )
+    tools = AccountTools(engine, settings)
+    for name, (title, description) in TOOL_TEXTS.items():
+        server.add_tool(
+            getattr(tools, name),
+            name=name,
+            title=title,
+            description=description,
+            annotations=READ_ONLY,
+            structured_output=True,
+        )
+    return server
+
+
+def _host_names(settings: Settings) -> list[str]:
+    """Every host name the app is served under (CONVENTIONS: host checks need them all)."""
+    names = {"localhost", "127.0.0.1", "[::1]", "testserver", *settings.allowed_hosts}
+    app_host = urlsplit(settings.app_url).netloc.rpartition("@")[2]
+    if app_host:
+        names.add(app_host)
+    return sorted(names)
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    """Host and Origin checks (DNS rebinding) over every served name; "*" turns them off."""
+    names = _host_names(settings)
+    if "*" in names:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts: list[str] = []
+    origins: list[str] = []
+    for name in names:
+        hosts.append(name)
+        has_port = name.rsplit("]", 1)[-1].count(":") == 1
+        if not has_port:
+            hosts.append(f"{name}:*")
+        for scheme in ("http", "https"):
+            origins.append(f"{scheme}://{name}")
+            if not has_port:
+                origins.append(f"{scheme}://{name}:*")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class McpEndpoint:
+    """The /mcp route handler and the lifespan that runs its session manager."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        self.server = create_mcp_server(engine, settings)
+        self._app = self.server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            transport_security=transport_security(settings),
+        )
+        inner = self._app
+
+        @asgi(MCP_PATH, copy_scope=True, name="mcp")
+        async def serve_mcp(scope: Scope, receive: Receive, send: Send) -> None:
+            # Exactly /mcp: "/mcp/" is routed here too and must not be answered by a redirect.
+            scope["path"] = MCP_PATH
+            scope["raw_path"] = MCP_PATH.encode()
+            await inner(scope, receive, send)  # type: ignore[arg-type]
+
+        self.route_handler: ASGIRouteHandler = serve_mcp
+
+    def lifespan(self, _app: Litestar) -> AbstractAsyncContextManager[None]:
+        return self._run()
+
+    @asynccontextmanager
+    async def _run(self) -> AsyncIterator[None]:
+        async with self.server.session_manager.run():
+            yield
+
+
+def mcp_endpoint(engine: Engine, settings: Settings) -> McpEndpoint:
+    return McpEndpoint(engine, settings)
+
+
+__all__ = ["MCP_PATH", "McpEndpoint", "create_mcp_server", "mcp_endpoint"]

@@ -1,0 +1,294 @@
+"""What each tool answers, over the same computations as the HTTP API (SPEC 4.B).
+
+Functions here take a connection, the principal and plain arguments, and return the
+result models; they know nothing of MCP. A bad argument raises ToolRefusal with one
+sentence (SEMANTICS R27).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import msgspec
+from sqlalchemy import Connection
+
+from airoi import catalog
+from airoi.api.budgets import compute_budget_rows
+from airoi.api.roi import compute_roi
+from airoi.auth import Principal
+from airoi.errors import ApiError
+from airoi.finance.roi import roi_percent
+from airoi.timeutil import format_datetime
+from airoi.tools import repository
+from airoi.tools.errors import ToolRefusal
+from airoi.tools.models import (
+    Budget,
+    BusinessCase,
+    ConnectionRef,
+    CostItem,
+    HelpArticle,
+    InitiativeDetail,
+    InitiativeItem,
+    InitiativeListResult,
+    IntegrationItem,
+    IntegrationListResult,
+    NoteItem,
+    PersonRef,
+    PlatformSetupGuide,
+    RoiCost,
+    RoiPeriod,
+    RoiScope,
+    RoiSummary,
+    RolledUpStatus,
+    ValueItem,
+)
+
+# SEMANTICS R26: the stages each rolled-up status stands for.
+STATUS_STAGES: dict[str, tuple[str, ...]] = {
+    "not_started": ("identified", "reviewing"),
+    "active": ("implementing", "live"),
+    "completed": ("completed",),
+    "inactive": ("paused", "rejected", "dismissed"),
+}
+STAGE_STATUS: dict[str, RolledUpStatus] = {
+    stage: status  # type: ignore[misc]
+    for status, stages in STATUS_STAGES.items()
+    for stage in stages
+}
+
+RECENT_ENTRIES = 10
+MAX_INTEGRATIONS = 100
+MAX_CONNECTIONS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class Pages:
+    """Absolute application URLs: AIROI_APP_URL plus a catalog page path."""
+
+    app_url: str
+
+    def url(self, page: str, /, **params: Any) -> str | None:
+        """None when the catalog has no such page (a missing page is not an error)."""
+        try:
+            path = catalog.page_path(page, **{k: str(v) for k, v in params.items()})
+        except (KeyError, ValueError):
+            return None
+        return self.app_url.rstrip("/") + path
+
+
+def rolled_up(stage: str) -> RolledUpStatus:
+    return STAGE_STATUS[stage]
+
+
+def _no_initiative(initiative_id: int) -> ToolRefusal:
+    return ToolRefusal(f"No initiative with id {initiative_id} in this account.")
+
+
+def roi_summary(
+    db: Connection,
+    principal: Principal,
+    *,
+    window: str,
+    initiative_id: int | None,
+    today: date,
+) -> RoiSummary:
+    """GET /roi's figures for the same arguments, plus roi_percent (SEMANTICS R10)."""
+    try:
+        result = compute_roi(db, principal, window=window, initiative_id=initiative_id, today=today)
+    except ApiError as exc:
+        if exc.status == 404 and initiative_id is not None:
+            raise _no_initiative(initiative_id) from None
+        raise
+    f = result.figures
+    return RoiSummary(
+        scope=RoiScope(type=result.scope.type, id=result.scope.id, title=result.scope.title),
+        period=RoiPeriod.model_validate(
+            {
+                "window": result.period.window,
+                "label": result.period.label,
+                "from": result.period.from_,
+                "through": result.period.through,
+            }
+        ),
+        currency=result.currency,
+        approved_value_cents=f.approved_value_cents,
+        total_cost_cents=f.total_cost_cents,
+        net_value_cents=f.net_value_cents,
+        roi=f.roi,
+        roi_percent=roi_percent(f.roi_exact),
+        cost=RoiCost(capex_cents=f.capex_cents, opex_cents=f.opex_cents),
+    )
+
+
+def initiative_list(
+    db: Connection, principal: Principal, *, status: str | None, limit: int
+) -> InitiativeListResult:
+    stages = STATUS_STAGES[status] if status is not None else None
+    rows = repository.list_initiatives(db, principal, stages, limit)
+    total = repository.count_initiatives(db, principal, stages)
+    return InitiativeListResult(
+        initiatives=[
+            InitiativeItem(id=r.id, title=r.title, stage=r.stage, status=rolled_up(r.stage))
+            for r in rows
+        ],
+        total=total,
+        has_more=total > len(rows),
+    )
+
+
+def initiative_detail(
+    db: Connection, principal: Principal, *, initiative_id: int, today: date, pages: Pages
+) -> InitiativeDetail:
+    row = repository.initiative(db, principal, initiative_id)
+    if row is None:
+        raise _no_initiative(initiative_id)
+    currency = row.currency or principal.account_currency
+    (budget_row,) = compute_budget_rows(db, principal, [row], today)
+    costs, cost_count = repository.recent_costs(db, principal, initiative_id, RECENT_ENTRIES)
+    values, value_count = repository.recent_values(db, principal, initiative_id, RECENT_ENTRIES)
+    notes, note_count = repository.recent_notes(db, principal, initiative_id, RECENT_ENTRIES)
+    return InitiativeDetail(
+        id=row.id,
+        title=row.title,
+        description=row.description,
+        stage=row.stage,
+        status=rolled_up(row.stage),
+        category=row.category,
+        is_sample=row.is_sample,
+        owner=None if row.owner_id is None else PersonRef(id=row.owner_id, name=row.owner_name),
+        url=pages.url("initiative", id=row.id),
+        business_case=BusinessCase(
+            currency=currency,
+            expected_capex_cents=row.expected_capex_cents,
+            expected_opex_cents=row.expected_opex_cents,
+            expected_cost_savings_cents=row.expected_cost_savings_cents,
+            expected_revenue_uplift_cents=row.expected_revenue_uplift_cents,
+            roi_time_horizon_years=row.roi_time_horizon_years,
+            confidence_score=row.confidence_score,
+        ),
+        # The very row GET /budgets serves for this initiative, through the same code.
+        budget=Budget.model_validate(msgspec.to_builtins(budget_row)),
+        recent_costs=[
+            CostItem(
+                id=c.id,
+                amount_cents=c.amount_cents,
+                currency=c.currency,
+                cost_category=c.cost_category,
+                cost_type=c.cost_type,
+                vendor_name=c.vendor_name,
+                description=c.description,
+                entry_date=c.entry_date,
+            )
+            for c in costs
+        ],
+        cost_entry_count=cost_count,
+        recent_value_entries=[
+            ValueItem(
+                id=v.id,
+                amount_cents=v.amount_cents,
+                currency=v.currency,
+                status=v.status,
+                counts_toward_roi=v.status == "approved",  # SEMANTICS R14
+                entry_type=v.entry_type,
+                entry_date=v.entry_date,
+            )
+            for v in values
+        ],
+        value_entry_count=value_count,
+        notes=[
+            NoteItem(
+                id=n.id,
+                author=n.author_name,
+                body=n.body,
+                created_at=format_datetime(n.created_at),
+            )
+            for n in notes
+        ],
+        note_count=note_count,
+    )
+
+
+def _integration_item(row: Any) -> IntegrationItem:
+    return IntegrationItem(
+        id=row.id,
+        platform=row.platform,
+        name=row.name,
+        status=row.status,
+        last_sync_status=row.last_sync_status,
+        last_synced_at=None if row.last_synced_at is None else format_datetime(row.last_synced_at),
+        reauth_required=row.reauth_required_at is not None,
+    )
+
+
+def integration_list(db: Connection, principal: Principal) -> IntegrationListResult:
+    rows, total = repository.list_integrations(db, principal, MAX_INTEGRATIONS)
+    return IntegrationListResult(
+        integrations=[_integration_item(r) for r in rows],
+        total=total,
+        has_more=total > len(rows),
+    )
+
+
+def help_article(*, article_id: int | None, slug: str | None, pages: Pages) -> HelpArticle:
+    """SEMANTICS R28: the id wins over the slug; neither is a refusal; published only."""
+    if article_id is None and slug is None:
+        raise ToolRefusal("Give the article's id or its slug.")
+    article = catalog.help_article(id=article_id, slug=slug)
+    if article is None:
+        named = f"id {article_id}" if article_id is not None else f"slug {slug!r}"
+        raise ToolRefusal(f"No published help article has the {named}.")
+    return HelpArticle(
+        id=article.id,
+        slug=article.slug,
+        title=article.title,
+        summary=article.summary,
+        body=article.body,
+        url=pages.url("help_article", slug=article.slug),
+    )
+
+
+def platform_setup_guide(
+    db: Connection, principal: Principal, *, platform: str, pages: Pages
+) -> PlatformSetupGuide:
+    entry = catalog.find_platform(platform)
+    if entry is None:
+        raise ToolRefusal(
+            f"No platform is named {platform.strip()[:80]!r}; search with types "
+            "['platform', 'connection'] to find its name."
+        )
+    rows, _ = repository.list_integrations(
+        db, principal, MAX_CONNECTIONS_SHOWN, platforms=_platform_names(entry)
+    )
+    return PlatformSetupGuide(
+        key=entry.key,
+        name=entry.name,
+        category=entry.category,
+        auth_type=entry.auth_type,
+        metric_categories=list(entry.metric_categories),
+        steps=list(entry.steps),
+        credential_location=entry.credential_location,
+        setup_script=entry.setup_script,
+        tips=list(entry.tips),
+        docs_hint=entry.docs_hint,
+        connected=bool(rows),
+        connections=[
+            ConnectionRef(
+                id=r.id,
+                name=r.name,
+                status=r.status,
+                last_synced_at=None
+                if r.last_synced_at is None
+                else format_datetime(r.last_synced_at),
+            )
+            for r in rows
+        ],
+        connect_url=pages.url("integration_connect", platform=entry.key),
+    )
+
+
+def _platform_names(entry: catalog.Platform) -> Sequence[str]:
+    """A connection names its platform by the catalog key (or, loosely, by its name)."""
+    return (entry.key, entry.name)

@@ -1,0 +1,165 @@
+"""The tool endpoint over real HTTP: uvicorn on a loopback port, the real MCP client.
+
+One server per database URL for the whole session (the store is emptied and refilled
+per test by the `db_url` fixture; the server reads it live), with today fixed so ROI
+windows and budgets are reproducible (SEMANTICS R1).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import CallToolResult, Tool
+from sqlalchemy import Engine
+
+from airoi.app import create_app
+from airoi.settings import Settings
+from tests.conftest import bearer
+from tests.tools.world import World, build_world
+
+TODAY = date(2026, 6, 15)
+APP_URL = "https://roi.example.com"
+
+T = TypeVar("T")
+
+
+class RunningServer:
+    """The app under uvicorn in a thread, on a port the OS chose."""
+
+    def __init__(self, db_url: str) -> None:
+        self.app = create_app(Settings(database_url=db_url, today=TODAY, app_url=APP_URL))
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        self.sock.close()
+        self.app.state.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def _servers() -> Iterator[dict[str, RunningServer]]:
+    servers: dict[str, RunningServer] = {}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@dataclass
+class Served:
+    """Both interfaces of one running app: the HTTP API and the tool endpoint."""
+
+    base_url: str
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+    def api(self, token: str, path: str, **params: Any) -> dict[str, Any]:
+        response = httpx.get(
+            f"{self.base_url}/api/v1{path}", params=params, headers=bearer(token), timeout=30
+        )
+        assert response.status_code == 200, response.text
+        return response.json()  # type: ignore[no-any-return]
+
+    def with_client(self, token: str, work: Callable[[Client], Awaitable[T]]) -> T:
+        async def run() -> T:
+            http = create_mcp_http_client(headers=bearer(token))
+            async with http, Client(streamable_http_client(self.mcp_url, http_client=http)) as c:
+                return await work(c)
+
+        return anyio.run(run)
+
+    def call(
+        self, token: str, name: str, arguments: dict[str, Any] | None = None
+    ) -> CallToolResult:
+        return self.with_client(token, lambda c: c.call_tool(name, arguments or {}))
+
+    def calls(self, token: str, calls: list[tuple[str, dict[str, Any]]]) -> list[CallToolResult]:
+        """Several calls over one client connection."""
+
+        async def work(c: Client) -> list[CallToolResult]:
+            return [await c.call_tool(name, arguments) for name, arguments in calls]
+
+        return self.with_client(token, work)
+
+    def ok(self, token: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A successful call's structured content (checked against its text twin)."""
+        result = self.call(token, name, arguments)
+        return structured(result)
+
+    def refused(self, token: str, name: str, arguments: dict[str, Any] | None = None) -> str:
+        """A refused call's one sentence (SEMANTICS R27)."""
+        result = self.call(token, name, arguments)
+        return refusal(result)
+
+    def list_tools(self, token: str) -> list[Tool]:
+        async def work(c: Client) -> list[Tool]:
+            return (await c.list_tools()).tools
+
+        return self.with_client(token, work)
+
+
+def structured(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def refusal(result: CallToolResult) -> str:
+    assert result.is_error, result.structured_content
+    assert len(result.content) == 1
+    text = getattr(result.content[0], "text", "")
+    assert text.endswith("."), text
+    assert "\n" not in text, text
+    assert "Error executing tool" not in text, text
+    return str(text)
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+@pytest.fixture
+def served(db_url: str, _servers: dict[str, RunningServer]) -> Served:
+    """The running app reading the (empty, migrated) store of `db_url`."""
+    if db_url not in _servers:
+        _servers[db_url] = RunningServer(db_url)
+    return Served(_servers[db_url].base_url)
+
+
+@pytest.fixture
+def world(engine: Engine) -> World:
+    """Two accounts with something of every kind (see world.py), plus one without API access."""
+    return build_world(engine)

@@ -1,0 +1,204 @@
+"""The endpoint itself: mounted at exactly /mcp, behind the API's token check (SPEC 4.B, 5, 7;
+SEMANTICS R27, R29), host checks from settings, and the seven tools' declarations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from airoi.settings import Settings
+from airoi.tools.server import transport_security
+from tests.conftest import bearer
+from tests.tools.conftest import Served
+from tests.tools.world import World
+
+TOOLS = {
+    "get_roi_summary",
+    "list_initiatives",
+    "get_initiative",
+    "search",
+    "list_integrations",
+    "get_help_article",
+    "get_platform_setup_guide",
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def post(served: Served, headers: dict[str, str], path: str = "/mcp") -> httpx.Response:
+    return httpx.post(
+        served.base_url + path,
+        json=INITIALIZE,
+        headers={**MCP_HEADERS, **headers},
+        timeout=30,
+        follow_redirects=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, bearer("airoi_not-a-real-token-" + "y" * 32), {"Authorization": "Basic abc"}],
+    ids=["missing", "unknown", "not-bearer"],
+)
+def test_a_bad_token_is_refused_401_before_the_sdk(
+    served: Served, world: World, headers: dict[str, str]
+) -> None:
+    # SEMANTICS R27, R29: the SPEC 7 body, from the same middleware as the HTTP API.
+    response = post(served, headers)
+    assert response.status_code == 401
+    body = response.json()
+    assert set(body) == {"error"}
+    assert body["error"]["status"] == 401
+    assert body["error"]["message"].endswith(".")
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_a_plan_without_api_access_is_refused_403(served: Served, world: World) -> None:
+    response = post(served, bearer(world.token_no_api))
+    assert response.status_code == 403
+    assert response.json() == {
+        "error": {"status": 403, "message": "This account's plan does not include API access."}
+    }
+
+
+def test_an_expired_token_is_refused_401(served: Served, engine: Engine) -> None:
+    from tests.factories import BundleBuilder
+
+    b = BundleBuilder()
+    token = b.token(b.user(b.account()), expires_at="2020-01-01T00:00:00Z")
+    b.load(engine)
+    assert post(served, bearer(token)).status_code == 401
+
+
+def test_a_good_token_reaches_the_sdk_at_exactly_mcp(served: Served, world: World) -> None:
+    response = post(served, bearer(world.token_a))
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["serverInfo"]["name"] == "airoi"
+    # No redirect to or from a trailing slash.
+    slashed = post(served, bearer(world.token_a), "/mcp/")
+    assert slashed.status_code == 200, slashed.text
+    # Nothing is mounted below /mcp.
+    assert post(served, bearer(world.token_a), "/mcp/other").status_code == 404
+
+
+def test_host_and_origin_checks(served: Served, world: World) -> None:
+    # The loopback host is served; an unknown Host or Origin is refused (DNS rebinding).
+    refused_host = post(served, {**bearer(world.token_a), "Host": "evil.example"})
+    assert refused_host.status_code == 421
+    refused_origin = post(served, {**bearer(world.token_a), "Origin": "https://evil.example"})
+    assert refused_origin.status_code == 403
+    # The host of AIROI_APP_URL (https://roi.example.com in these tests) is served too.
+    app_host = post(
+        served,
+        {**bearer(world.token_a), "Host": "roi.example.com", "Origin": "https://roi.example.com"},
+    )
+    assert app_host.status_code == 200, app_host.text
+
+
+def test_transport_security_covers_every_served_name() -> None:
+    security = transport_security(
+        Settings(app_url="https://roi.example.com:8443", allowed_hosts=("api.example.org",))
+    )
+    assert security.enable_dns_rebinding_protection
+    for host in (
+        "localhost:*",
+        "127.0.0.1:*",
+        "testserver",
+        "roi.example.com:8443",
+        "api.example.org",
+        "api.example.org:*",
+    ):
+        assert host in security.allowed_hosts
+    assert "https://roi.example.com:8443" in security.allowed_origins
+    assert "https://api.example.org" in security.allowed_origins
+    anything = transport_security(Settings(allowed_hosts=("*",)))
+    assert not anything.enable_dns_rebinding_protection
+
+
+def test_tools_list_declares_seven_read_only_typed_tools(served: Served, world: World) -> None:
+    tools = {tool.name: tool for tool in served.list_tools(world.token_a)}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.title
+        assert tool.description and len(tool.description) > 60
+        annotations = tool.annotations
+        assert annotations is not None
+        assert annotations.read_only_hint is True
+        assert annotations.destructive_hint is False
+        assert annotations.idempotent_hint is True
+        assert annotations.open_world_hint is False
+        assert tool.input_schema["type"] == "object"
+        assert tool.output_schema is not None
+        assert tool.output_schema["type"] == "object"
+
+    def props(name: str) -> dict[str, Any]:
+        return tools[name].input_schema["properties"]  # type: ignore[no-any-return]
+
+    def enum_of(schema: dict[str, Any]) -> list[str]:
+        for option in schema.get("anyOf", [schema]):
+            if "enum" in option:
+                return option["enum"]  # type: ignore[no-any-return]
+            if option.get("type") == "array":
+                return enum_of(option["items"])
+        raise AssertionError(schema)
+
+    assert enum_of(props("get_roi_summary")["window"]) == ["1yr", "3yr", "5yr", "all"]
+    assert props("get_roi_summary")["window"]["default"] == "all"
+    assert enum_of(props("list_initiatives")["status"]) == [
+        "not_started",
+        "active",
+        "completed",
+        "inactive",
+    ]
+    limit = props("list_initiatives")["limit"]
+    assert (limit["default"], limit["minimum"], limit["maximum"]) == (20, 1, 50)  # SPEC 8
+    assert tools["get_initiative"].input_schema["required"] == ["initiative_id"]
+    assert props("search")["query"]["minLength"] == 2  # SPEC 8
+    assert tools["search"].input_schema["required"] == ["query"]
+    assert "help_article" in enum_of(props("search")["types"])
+    assert props("list_integrations") == {}
+    assert set(props("get_help_article")) == {"slug", "id"}
+    assert tools["get_platform_setup_guide"].input_schema["required"] == ["platform"]
+    assert "roi_percent" in tools["get_roi_summary"].output_schema["properties"]  # type: ignore[index]
+
+
+def test_the_http_api_still_declares_only_get(served: Served, world: World) -> None:
+    document = httpx.get(served.base_url + "/api/v1/openapi.json", timeout=30).json()
+    assert not any(path.startswith("/mcp") for path in document["paths"])
+
+
+def test_a_crash_is_one_sentence_that_says_nothing_of_its_cause() -> None:
+    # SEMANTICS R27: never a crash on the wire, and nothing of the exception's text.
+    import anyio
+    from mcp import Client
+
+    from airoi.db.engine import make_engine
+    from airoi.tools import create_mcp_server
+
+    server = create_mcp_server(make_engine("sqlite://"), Settings())
+
+    def explode() -> str:
+        raise RuntimeError("secret detail of the failure")
+
+    server.add_tool(explode, name="explode")
+
+    async def run() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("explode", {})
+
+    result = anyio.run(run)
+    assert result.is_error
+    text = result.content[0].text
+    assert text == "The tool failed to answer; the error has been logged."
