@@ -73,8 +73,8 @@ def _reporting() -> list[Column[object]]:
     the account currency at the entry date (R5, half-even once per entry).
     """
     return [
-        Column("entry_date", Date),
-        Column("entry_month", Date),
+        Column("entry_date", Date, nullable=False),
+        Column("entry_month", Date, nullable=False),
         Column("account_amount_cents", Cents),
     ]
 
@@ -354,6 +354,7 @@ decisions = Table(
     *_stamps(),
     _keyset_index("decisions"),
     Index("ix_decisions_initiative", "initiative_id", "updated_at", "id"),
+    Index("ix_decisions_outcome", "account_id", "outcome", "updated_at", "id"),
 )
 
 integrations = Table(
@@ -381,6 +382,8 @@ integrations = Table(
     Column("last_error", Text),
     *_stamps(),
     _keyset_index("integrations"),
+    Index("ix_integrations_platform", "account_id", "platform", "updated_at", "id"),
+    Index("ix_integrations_status", "account_id", "status", "updated_at", "id"),
 )
 
 assessments = Table(

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-23 06:22:13.512225
+Create Date: 2026-11-23
 """
 
 from __future__ import annotations
@@ -200,6 +200,9 @@ def upgrade() -> None:
         batch_op.create_index(
             "ix_decisions_keyset", ["account_id", "updated_at", "id"], unique=False
         )
+        batch_op.create_index(
+            "ix_decisions_outcome", ["account_id", "outcome", "updated_at", "id"], unique=False
+        )
 
     op.create_table(
         "initiatives",
@@ -295,6 +298,12 @@ def upgrade() -> None:
         batch_op.create_index(
             "ix_integrations_keyset", ["account_id", "updated_at", "id"], unique=False
         )
+        batch_op.create_index(
+            "ix_integrations_platform", ["account_id", "platform", "updated_at", "id"], unique=False
+        )
+        batch_op.create_index(
+            "ix_integrations_status", ["account_id", "status", "updated_at", "id"], unique=False
+        )
 
     op.create_table(
         "tokens",
@@ -388,8 +397,8 @@ def upgrade() -> None:
         ),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("updated_at", sa.DateTime(), nullable=False),
-        sa.Column("entry_date", sa.Date(), nullable=True),
-        sa.Column("entry_month", sa.Date(), nullable=True),
+        sa.Column("entry_date", sa.Date(), nullable=False),
+        sa.Column("entry_month", sa.Date(), nullable=False),
         sa.Column("account_amount_cents", sa.BigInteger(), nullable=True),
         sa.ForeignKeyConstraint(
             ["account_id"], ["accounts.id"], name=op.f("fk_cost_entries_account_id_accounts")
@@ -558,8 +567,8 @@ def upgrade() -> None:
         sa.Column("approved_at", sa.DateTime(), nullable=True),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("updated_at", sa.DateTime(), nullable=False),
-        sa.Column("entry_date", sa.Date(), nullable=True),
-        sa.Column("entry_month", sa.Date(), nullable=True),
+        sa.Column("entry_date", sa.Date(), nullable=False),
+        sa.Column("entry_month", sa.Date(), nullable=False),
         sa.Column("account_amount_cents", sa.BigInteger(), nullable=True),
         sa.ForeignKeyConstraint(
             ["account_id"], ["accounts.id"], name=op.f("fk_value_entries_account_id_accounts")
@@ -632,6 +641,8 @@ def downgrade() -> None:
 
     op.drop_table("tokens")
     with op.batch_alter_table("integrations", schema=None) as batch_op:
+        batch_op.drop_index("ix_integrations_status")
+        batch_op.drop_index("ix_integrations_platform")
         batch_op.drop_index("ix_integrations_keyset")
 
     op.drop_table("integrations")
@@ -640,6 +651,7 @@ def downgrade() -> None:
 
     op.drop_table("initiatives")
     with op.batch_alter_table("decisions", schema=None) as batch_op:
+        batch_op.drop_index("ix_decisions_outcome")
         batch_op.drop_index("ix_decisions_keyset")
         batch_op.drop_index("ix_decisions_initiative")
 
