@@ -235,5 +235,81 @@ def openapi() -> None:
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
 
 
+@app.command()
+def pull(
+    base_url: Annotated[
+        str, typer.Option("--base-url", envvar="AIROI_BASE_URL", help="The API's base URL.")
+    ],
+    token: Annotated[str, typer.Option("--token", envvar="AIROI_TOKEN", help="A bearer token.")],
+    to: Annotated[
+        Path, typer.Option("--to", help="A .duckdb file, or a directory for parquet or csv.")
+    ],
+    format_: Annotated[
+        str | None,
+        typer.Option(
+            "--format", help="duckdb, parquet or csv (default: duckdb for a .duckdb file)."
+        ),
+    ] = None,
+) -> None:
+    """Pull every list resource of the account into DuckDB, Parquet or CSV, incrementally.
+
+    Each run asks only for rows changed since the last one and upserts them by id; an
+    interrupted run resumes where it stopped. Needs `pip install airoi[pull]`.
+    """
+    import time
+
+    from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
+
+    from airoi.client import AiroiError, Client
+    from airoi.client.pull import RESOURCES, format_for
+    from airoi.client.pull import pull as run_pull
+
+    try:
+        fmt = format_for(to, format_)
+    except ValueError as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(2) from None
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description:<14}"),
+        MofNCompleteColumn(),
+        TextColumn("rows"),
+        TextColumn("{task.fields[state]}"),
+    )
+    started = time.perf_counter()
+    with Client(base_url, token) as client, Progress(*columns, console=err) as progress:
+        tasks = {
+            r.name: progress.add_task(r.name, total=None, state="") for r in RESOURCES
+        }
+
+        def advance(name: str, rows: int, done: bool) -> None:
+            progress.update(tasks[name], advance=rows)
+            if done:
+                task = progress.tasks[tasks[name]]
+                progress.update(tasks[name], total=task.completed, state="done")
+
+        try:
+            reports = run_pull(client, to, fmt, progress=advance)
+        except AiroiError as exc:
+            err.print(f"Pull stopped: {exc}", markup=False)
+            raise typer.Exit(1) from None
+    seconds = time.perf_counter() - started
+    table = Table("resource", "rows", "pages", "since")
+    for report in reports:
+        table.add_row(
+            report.name,
+            str(report.rows),
+            str(report.pages),
+            ("resumed " if report.resumed else "") + (report.since or "(full)"),
+        )
+    out.print(table)
+    total = sum(report.rows for report in reports)
+    out.print(
+        f"Pulled {total} rows into {to} ({fmt}) in {seconds:.2f} s "
+        f"({total / seconds if seconds else 0:.0f} rows/s).",
+        highlight=False,
+    )
+
+
 def main() -> None:
     app()

@@ -1,0 +1,17 @@
+"""A Python client of the airoi HTTP API (SPEC 4.A), importable without the server.
+
+    from airoi.client import Client
+
+    api = Client("http://localhost:8000/api/v1", token)
+    for entry in api.value_entries(status="approved"):  # follows cursors
+        ...
+    frame = api.value_entries(status="approved").to_pandas()
+
+Only httpx and the standard library are imported here; pandas and pyarrow are imported
+when `to_pandas()` / `to_arrow()` are called (`pip install airoi[dataframe]`).
+"""
+
+from airoi.client.client import Client, ListResult, Page, Row
+from airoi.client.errors import AiroiError
+
+__all__ = ["AiroiError", "Client", "ListResult", "Page", "Row"]

@@ -1,0 +1,439 @@
+"""Client: one typed method per endpoint of SPEC 4.A; list methods follow cursors."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from airoi.client.errors import AiroiError
+
+if TYPE_CHECKING:
+    import pandas  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    import pyarrow  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+Row = dict[str, Any]
+DateTimeLike = datetime | str
+DateLike = date | str
+Window = Literal["1yr", "3yr", "5yr", "all"]
+ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
+Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
+IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
+
+API_PATH = "/api/v1"
+MAX_PAGE_SIZE = 500
+RETRIED_STATUSES = frozenset({429, 503})
+
+
+def _datetime_text(value: DateTimeLike) -> str:
+    """A datetime as the API reads it: ISO 8601, UTC with Z (a naive datetime is UTC)."""
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat(timespec="milliseconds") + "Z"
+
+
+def _date_text(value: DateLike) -> str:
+    if isinstance(value, datetime):  # a datetime is a date too; keep only the day
+        return value.date().isoformat()
+    return value if isinstance(value, str) else value.isoformat()
+
+
+def _query(params: Mapping[str, Any]) -> dict[str, str]:
+    """Drop unset parameters and spell the rest as the API reads them."""
+    query: dict[str, str] = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            query[name] = "true" if value else "false"
+        elif isinstance(value, datetime):
+            query[name] = _datetime_text(value)
+        elif isinstance(value, date):
+            query[name] = value.isoformat()
+        else:
+            query[name] = str(value)
+    return query
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """The wait a Retry-After header asks for: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _error_from(response: httpx.Response) -> AiroiError:
+    body: dict[str, Any] | None = None
+    message = response.reason_phrase or "The request failed."
+    request_id = response.headers.get("x-request-id")
+    try:
+        decoded = response.json()
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        body = decoded
+        error = decoded.get("error")
+        if isinstance(error, dict):
+            message = str(error.get("message") or message)
+            request_id = request_id or error.get("request_id")
+    return AiroiError(response.status_code, message, request_id, body=body)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list: its rows, and the cursor that continues after it."""
+
+    data: list[Row]
+    has_more: bool
+    next_cursor: str | None
+    cursor: str | None  # the cursor this page was asked for with (None for the first)
+
+
+class ListResult:
+    """A list endpoint's rows, fetched lazily page by page as it is iterated.
+
+    Iterating yields every row of every page (like Stripe's `auto_paging_iter`); `pages()`
+    yields the pages with their cursors, for callers that remember where they stopped.
+    Each iteration walks again from the first page (or from `cursor`).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        resource: str,
+        params: Mapping[str, Any],
+        *,
+        cursor: str | None = None,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.params = _query(params)
+        self.cursor = cursor
+
+    def pages(self, cursor: str | None = None) -> Iterator[Page]:
+        cursor = cursor if cursor is not None else self.cursor
+        while True:
+            query = dict(self.params)
+            if cursor is not None:
+                query["cursor"] = cursor
+            body = self.client.get_json(f"/{self.resource}", query)
+            page_info = body.get("page") or {}
+            page = Page(
+                data=list(body.get("data") or []),
+                has_more=bool(page_info.get("has_more")),
+                next_cursor=page_info.get("next_cursor"),
+                cursor=cursor,
+            )
+            yield page
+            if not page.has_more or not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def __iter__(self) -> Iterator[Row]:
+        for page in self.pages():
+            yield from page.data
+
+    def auto_paging_iter(self) -> Iterator[Row]:
+        return iter(self)
+
+    def to_list(self) -> list[Row]:
+        return list(self)
+
+    def to_arrow(self) -> pyarrow.Table:
+        """Every row as an Arrow table: cents int64, dates date32, datetimes UTC timestamps.
+
+        Nested objects are flattened with `_` (owner -> owner_id, owner_name).
+        """
+        from airoi.client.frames import rows_to_arrow
+
+        return rows_to_arrow(self.to_list())
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """Every row as a DataFrame (see `to_arrow`); integer columns never turn into floats."""
+        from airoi.client.frames import arrow_to_pandas
+
+        return arrow_to_pandas(self.to_arrow())
+
+
+class Client:
+    """The airoi HTTP API for one token.
+
+    `base_url` is the API's base address (`http://host:8000/api/v1`); a bare origin
+    (`http://host:8000`) gets `/api/v1` added. Requests answered 429 or 503 are retried
+    up to `max_retries` times, waiting as `Retry-After` asks (or backing off
+    exponentially when it does not say), and never waiting more than `max_wait` seconds
+    in total for one request. Every failure is raised as `AiroiError`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 30,
+        max_retries: int = 5,
+        max_wait: float = 120.0,
+        page_size: int = MAX_PAGE_SIZE,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        base = base_url.rstrip("/")
+        if not base.endswith(API_PATH):
+            base += API_PATH
+        self.base_url = base
+        self.max_retries = max_retries
+        self.max_wait = max_wait
+        self.page_size = page_size
+        self.sleep = sleep
+        self.requests_sent = 0
+        self._http = httpx.Client(
+            base_url=base,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport -------------------------------------------------------------------
+
+    def _backoff(self, attempt: int) -> float:
+        return float(min(30.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2))
+
+    def get_json(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """GET `path` (relative to the base URL) and decode it, retrying 429 and 503."""
+        waited = 0.0
+        attempt = 0
+        while True:
+            self.requests_sent += 1
+            try:
+                response = self._http.get(path, params=dict(params or {}))
+            except httpx.TransportError as exc:
+                # A GET is safe to repeat; a connection that fails counts as a retry.
+                if attempt >= self.max_retries:
+                    raise AiroiError(0, f"No response from {self.base_url}: {exc}") from exc
+                delay = self._backoff(attempt)
+            else:
+                if response.status_code == 200:
+                    body = response.json()
+                    if not isinstance(body, dict):
+                        raise AiroiError(200, "The response is not a JSON object.")
+                    return body
+                error = _error_from(response)
+                if response.status_code not in RETRIED_STATUSES or attempt >= self.max_retries:
+                    raise error
+                asked = retry_after_seconds(response.headers.get("retry-after"))
+                delay = asked if asked is not None else self._backoff(attempt)
+                if waited + delay > self.max_wait:
+                    raise error
+            if waited + delay > self.max_wait:
+                raise AiroiError(0, f"No response from {self.base_url} in {waited:.0f} s.")
+            self.sleep(delay)
+            waited += delay
+            attempt += 1
+
+    def _list(self, resource: str, params: Mapping[str, Any]) -> ListResult:
+        limit = params.get("limit")
+        merged = {**params, "limit": limit if limit is not None else self.page_size}
+        if merged.get("updated_since") is not None:
+            merged["updated_since"] = _datetime_text(merged["updated_since"])
+        for name in ("period_from", "period_to"):
+            if merged.get(name) is not None:
+                merged[name] = _date_text(merged[name])
+        cursor = merged.pop("cursor", None)
+        return ListResult(self, resource, merged, cursor=cursor)
+
+    # -- endpoints (SPEC 4.A.3 to 4.A.12) ------------------------------------------------
+
+    def roi(self, *, window: Window | None = None, initiative_id: int | None = None) -> Row:
+        """The ROI summary (SPEC 2.10) over `window` for the portfolio or one initiative."""
+        return self.get_json("/roi", _query({"window": window, "initiative_id": initiative_id}))
+
+    def initiative(self, initiative_id: int) -> Row:
+        return self.get_json(f"/initiatives/{int(initiative_id)}")
+
+    def initiatives(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        include_sample: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        return self._list(
+            "initiatives",
+            {
+                "updated_since": updated_since,
+                "include_sample": include_sample,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def cost_entries(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        initiative_id: int | None = None,
+        period_from: DateLike | None = None,
+        period_to: DateLike | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        return self._list(
+            "cost_entries",
+            {
+                "updated_since": updated_since,
+                "initiative_id": initiative_id,
+                "period_from": period_from,
+                "period_to": period_to,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def value_entries(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        initiative_id: int | None = None,
+        period_from: DateLike | None = None,
+        period_to: DateLike | None = None,
+        status: ValueStatus | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        return self._list(
+            "value_entries",
+            {
+                "updated_since": updated_since,
+                "initiative_id": initiative_id,
+                "period_from": period_from,
+                "period_to": period_to,
+                "status": status,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def metrics(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        return self._list(
+            "metrics", {"updated_since": updated_since, "limit": limit, "cursor": cursor}
+        )
+
+    def observations(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        initiative_id: int | None = None,
+        metric_key: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        return self._list(
+            "observations",
+            {
+                "updated_since": updated_since,
+                "initiative_id": initiative_id,
+                "metric_key": metric_key,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def budgets(
+        self,
+        *,
+        initiative_id: int | None = None,
+        include_sample: bool | None = None,
+        budgeted: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        """Budget rows (SPEC 4.A.10); there is no updated_since: budgets are re-read whole."""
+        return self._list(
+            "budgets",
+            {
+                "initiative_id": initiative_id,
+                "include_sample": include_sample,
+                "budgeted": budgeted,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def decisions(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        initiative_id: int | None = None,
+        outcome: Outcome | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        return self._list(
+            "decisions",
+            {
+                "updated_since": updated_since,
+                "initiative_id": initiative_id,
+                "outcome": outcome,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def integrations(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        platform: str | None = None,
+        status: IntegrationStatus | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        return self._list(
+            "integrations",
+            {
+                "updated_since": updated_since,
+                "platform": platform,
+                "status": status,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def rows(self, resource: str, **params: Any) -> ListResult:
+        """Any list endpoint by name, for generic callers such as `airoi pull`."""
+        return self._list(resource, params)

@@ -1,0 +1,140 @@
+"""Rows to Arrow and pandas with the API's types kept (imported only when asked for).
+
+Amounts are integer cents and stay int64 (SPEC 2); a `string (date)` becomes a date and a
+`string (datetime)` a UTC timestamp. Types are decided by field name, so a column keeps its
+type even on a page where every value is null. Nested objects are flattened with `_`
+(`owner` -> `owner_id`, `owner_name`; `source` -> `source_type`, ...); arrays stay lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    import pyarrow  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+# Field names (the last part of a flattened name) by the type SPEC 2 gives them.
+INTEGER_FIELDS = frozenset(
+    {
+        "id",
+        "initiative_id",
+        "metric_id",
+        "vendor_id",
+        "formula_id",
+        "connection_id",
+        "priority",
+        "roi_time_horizon_years",
+        "calculation_version",
+        "sample_size",
+        "version_count",
+    }
+)
+NUMBER_FIELDS = frozenset({"confidence_score", "quality_score", "value", "roi", "used_ratio"})
+DATE_FIELDS = frozenset(
+    {
+        "period_start",
+        "period_end",
+        "as_of",
+        "budget_started_on",
+        "next_review_on",
+        "effective_from",
+        "ends_on",
+        "from",
+        "through",
+    }
+)
+
+
+def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for name, value in row.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{name}_"))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+def _leaf_names(row: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    leaves: dict[str, str] = {}
+    for name, value in row.items():
+        if isinstance(value, Mapping):
+            leaves.update(_leaf_names(value, f"{prefix}{name}_"))
+        else:
+            leaves[f"{prefix}{name}"] = name
+    return leaves
+
+
+def kind_of(leaf: str) -> str:
+    """int, float, date, datetime or '' (let Arrow infer) for a field name."""
+    if leaf in INTEGER_FIELDS or leaf.endswith("_cents"):
+        return "int"
+    if leaf in NUMBER_FIELDS:
+        return "float"
+    if leaf in DATE_FIELDS:
+        return "date"
+    if leaf.endswith("_at"):
+        return "datetime"
+    return ""
+
+
+def _to_date(value: Any) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def _to_datetime(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00").replace("z", "+00:00"))
+
+
+def rows_to_arrow(rows: Iterable[Mapping[str, Any]]) -> pyarrow.Table:
+    import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    flat_rows: list[dict[str, Any]] = []
+    leaves: dict[str, str] = {}
+    for row in rows:
+        flat_rows.append(flatten(row))
+        for column, leaf in _leaf_names(row).items():
+            leaves.setdefault(column, leaf)
+    columns: dict[str, pyarrow.Array] = {}
+    for column, leaf in leaves.items():
+        values = [row.get(column) for row in flat_rows]
+        kind = kind_of(leaf)
+        if kind == "int":
+            columns[column] = pa.array(values, type=pa.int64())
+        elif kind == "float":
+            columns[column] = pa.array(
+                [None if v is None else float(v) for v in values], type=pa.float64()
+            )
+        elif kind == "date":
+            columns[column] = pa.array([_to_date(v) for v in values], type=pa.date32())
+        elif kind == "datetime":
+            columns[column] = pa.array(
+                [_to_datetime(v) for v in values], type=pa.timestamp("us", tz="UTC")
+            )
+        elif all(v is None for v in values):
+            columns[column] = pa.array(values, type=pa.string())
+        else:
+            array = pa.array(values)
+            if pa.types.is_list(array.type) and pa.types.is_null(array.type.value_type):
+                array = array.cast(pa.list_(pa.string()))
+            columns[column] = array
+    return pa.table(columns) if columns else pa.table({})
+
+
+def arrow_to_pandas(table: pyarrow.Table) -> pandas.DataFrame:
+    """A DataFrame in which integer columns are int64 (Int64 where a value is null)."""
+    import pandas as pd  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    frame = table.to_pandas(date_as_object=True)
+    for index, field in enumerate(table.schema):
+        if pa.types.is_integer(field.type) and table.column(index).null_count:
+            frame[field.name] = pd.array(table.column(index).to_pylist(), dtype="Int64")
+    return frame

@@ -1,0 +1,151 @@
+"""The HTTP API served for real: uvicorn in a thread on a loopback port, per database.
+
+Same approach as tests/tools/conftest.py: one server per database URL for the session,
+reading the store that the `db_url` fixture empties per test, with today fixed.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from sqlalchemy import Engine
+
+from airoi.app import create_app
+from airoi.client import Client
+from airoi.settings import Settings
+from tests.conftest import bearer
+from tests.factories import BundleBuilder
+
+TODAY = date(2026, 6, 15)
+FIRST_LOAD = datetime(2026, 6, 1, 9, 0)
+LATER = datetime(2026, 6, 10, 9, 0)
+
+
+class RunningServer:
+    def __init__(self, db_url: str) -> None:
+        self.app = create_app(Settings(database_url=db_url, today=TODAY))
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        self.sock.close()
+        self.app.state.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def _api_servers() -> Iterator[dict[str, RunningServer]]:
+    servers: dict[str, RunningServer] = {}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture
+def base_url(db_url: str, _api_servers: dict[str, RunningServer]) -> str:
+    """The /api/v1 address of the running app reading the store of `db_url`."""
+    if db_url not in _api_servers:
+        _api_servers[db_url] = RunningServer(db_url)
+    return f"http://127.0.0.1:{_api_servers[db_url].port}/api/v1"
+
+
+@dataclass
+class Account:
+    """One account with something of every kind, and the builder to change it later."""
+
+    builder: BundleBuilder
+    token: str
+    account_id: int
+    initiatives: list[int]
+    cost_entries: list[int]
+
+    def load(self, engine: Engine, now: datetime) -> None:
+        self.builder.load(engine, now=now)
+
+
+def build_account(engine: Engine) -> Account:
+    b = BundleBuilder(first_id=1000)
+    acct = b.account()
+    owner = b.user(acct, role="owner")
+    token = b.token(owner)
+    inits = [
+        b.initiative(acct, title=f"Initiative {n}", currency="USD", owner_id=owner)
+        for n in range(3)
+    ]
+    costs = [
+        b.cost_entry(
+            inits[n % 3],
+            amount_cents=10_000 + n,
+            currency="USD",
+            period_start=f"2026-0{1 + n % 5}-01",
+            period_end=f"2026-0{1 + n % 5}-28",
+            vendor_name="OpenAI",
+        )
+        for n in range(7)
+    ]
+    for n in range(5):
+        b.value_entry(
+            inits[n % 3],
+            amount_cents=50_000 + n,
+            currency="USD",
+            status="approved" if n % 2 == 0 else "draft",
+            period_start="2026-02-01",
+        )
+    b.value_entry(inits[0], amount_cents=None, currency="USD", status="draft")
+    metric = b.metric(acct)
+    for n in range(3):
+        b.observation(
+            metric_id=metric, initiative_id=inits[0], value=1.5 * n, period_start="2026-03-01"
+        )
+    b.decision(acct, initiative_id=inits[1], decided_at="2026-05-01T10:00:00Z")
+    b.integration(acct)
+    b.budget_version(inits[0], effective_from="2026-01-01", capex_cents=100_000, opex_cents=5_000)
+    b.load(engine, now=FIRST_LOAD)
+    return Account(b, token, acct, inits, costs)
+
+
+@pytest.fixture
+def account(engine: Engine) -> Account:
+    return build_account(engine)
+
+
+@pytest.fixture
+def api(base_url: str, account: Account) -> Iterator[Client]:
+    with Client(base_url, account.token, page_size=2) as client:
+        yield client
+
+
+def raw_walk(base_url: str, token: str, resource: str, **params: Any) -> list[dict[str, Any]]:
+    """Every row of a list by plain HTTP, one big page at a time (the reference)."""
+    rows: list[dict[str, Any]] = []
+    query: dict[str, Any] = {**params, "limit": 500}
+    while True:
+        response = httpx.get(f"{base_url}/{resource}", params=query, headers=bearer(token))
+        assert response.status_code == 200, response.text
+        body = response.json()
+        rows += body["data"]
+        if not body["page"]["has_more"]:
+            return rows
+        query["cursor"] = body["page"]["next_cursor"]

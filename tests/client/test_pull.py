@@ -1,0 +1,183 @@
+"""`airoi pull` into DuckDB, Parquet and CSV: full, incremental, replaced, resumed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from airoi.client import Client
+from airoi.client.pull import RESOURCES, Format, ResourceReport, pull
+from tests.client.conftest import LATER, Account, raw_walk
+
+duckdb = pytest.importorskip("duckdb")
+
+FORMATS: list[Format] = ["duckdb", "parquet", "csv"]
+
+
+def target_for(tmp_path: Path, fmt: Format) -> Path:
+    return tmp_path / "airoi.duckdb" if fmt == "duckdb" else tmp_path / "out"
+
+
+def stored(target: Path, fmt: Format, name: str) -> list[dict[str, Any]]:
+    """The rows a pull left for `name`, ordered by key, as plain Python values."""
+    key = "initiative_id" if name == "budgets" else "id"
+    if fmt == "duckdb":
+        conn = duckdb.connect(str(target), read_only=True)
+        source = name
+    else:
+        conn = duckdb.connect()
+        reader = "read_parquet" if fmt == "parquet" else "read_csv"
+        source = f"{reader}('{target / f'{name}.{fmt}'}')"
+    try:
+        query = f"SELECT * FROM {source} ORDER BY {key}"  # noqa: S608
+        # Through Arrow: DuckDB's own conversion of TIMESTAMPTZ to Python needs pytz.
+        rows: list[dict[str, Any]] = conn.execute(query).to_arrow_table().to_pylist()
+        return rows
+    finally:
+        conn.close()
+
+
+def by_name(reports: list[ResourceReport]) -> dict[str, int]:
+    return {r.name: r.rows for r in reports}
+
+
+def expected_ids(base_url: str, token: str, name: str) -> list[int]:
+    params = {"include_sample": "true"} if name in ("initiatives", "budgets") else {}
+    key = "initiative_id" if name == "budgets" else "id"
+    return sorted(row[key] for row in raw_walk(base_url, token, name, **params))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_incremental_pull(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        first = by_name(pull(api, target, fmt))
+    assert first == {
+        "initiatives": 3,
+        "cost_entries": 7,
+        "value_entries": 6,
+        "metrics": 1,
+        "observations": 3,
+        "decisions": 1,
+        "integrations": 1,
+        "budgets": 3,
+    }
+    for resource in RESOURCES:
+        key = resource.key
+        ids = [row[key] for row in stored(target, fmt, resource.name)]
+        assert ids == expected_ids(base_url, account.token, resource.name), resource.name
+    costs = stored(target, fmt, "cost_entries")
+    assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
+    assert isinstance(costs[0]["amount_cents"], int)
+    assert str(costs[0]["period_start"]) == "2026-01-01"
+
+    # The loader changes one cost entry and adds one, later.
+    changed = account.builder.data["cost_entries"][3]
+    changed["amount_cents"] = 99_999
+    new_id = account.builder.cost_entry(account.initiatives[0], amount_cents=1, currency="USD")
+    account.load(engine, LATER)
+
+    with Client(base_url, account.token, page_size=2) as api:
+        second = by_name(pull(api, target, fmt))
+        # Rows changed at or after the remembered moment come: every row of the first load
+        # shares that one stamp (inclusive bound), plus the two changed later.
+        assert second["cost_entries"] == 7 + 1
+        assert second["budgets"] == 3
+        costs = stored(target, fmt, "cost_entries")
+        assert len(costs) == 8
+        assert len({row["id"] for row in costs}) == 8
+        amounts = {row["id"]: row["amount_cents"] for row in costs}
+        assert amounts[changed["id"]] == 99_999
+        assert amounts[new_id] == 1
+        budgets = stored(target, fmt, "budgets")
+        assert len(budgets) == 3
+        assert [b["opex_actual_cents"] for b in budgets if b["budgeted"]] == [
+            10_000 + 10_003 + 10_006 + (99_999 - 10_003) + 1
+        ]
+
+        # Nothing changed since: only the rows stamped at the remembered moment (LATER) come
+        # again, which the upsert absorbs; budgets (no updated_since) come whole.
+        requests_before = api.requests_sent
+        third = by_name(pull(api, target, fmt))
+        assert third["cost_entries"] == 2
+        assert sum(third.values()) - third["budgets"] <= 2 + 3 + 6 + 1 + 3 + 1 + 1
+        assert api.requests_sent - requests_before <= 16
+        assert len(stored(target, fmt, "cost_entries")) == 8
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+class InterruptAfter(httpx.BaseTransport):
+    """The real transport, until the `limit`-th request: then the run is cut off."""
+
+    def __init__(self, limit: int) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.limit = limit
+        self.count = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.count += 1
+        if self.count >= self.limit:
+            raise Interrupted(f"cut off at request {self.count}")
+        return self.inner.handle_request(request)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_resume_after_interruption(
+    base_url: str, account: Account, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    # Two requests for initiatives (3 rows), then the first cost page; cut before the second.
+    cut = InterruptAfter(limit=4)
+    with (
+        Client(base_url, account.token, page_size=2, transport=cut) as api,
+        pytest.raises(Interrupted),
+    ):
+        pull(api, target, fmt, flush_rows=1)
+    assert len(stored(target, fmt, "initiatives")) == 3
+    assert len(stored(target, fmt, "cost_entries")) == 2
+
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    assert reports["cost_entries"].resumed
+    assert reports["cost_entries"].rows == 5  # the pages after the cut, and only those
+    assert not reports["initiatives"].resumed
+    costs = stored(target, fmt, "cost_entries")
+    assert [row["id"] for row in costs] == expected_ids(base_url, account.token, "cost_entries")
+    assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
+
+
+def test_interruption_inside_a_page_keeps_nothing_half_written(
+    base_url: str, account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure while writing a page rolls back its rows and its state together."""
+    from airoi.client import pull as pull_module
+
+    target = tmp_path / "airoi.duckdb"
+    real_upsert = pull_module.Store._upsert
+    calls = {"n": 0}
+
+    def failing_upsert(self: Any, table: str, key: str, rows: list[dict[str, Any]]) -> None:
+        calls["n"] += 1
+        real_upsert(self, table, key, rows)
+        if table == "cost_entries" and calls["n"] == 4:
+            raise Interrupted("after the insert, before the commit")
+
+    monkeypatch.setattr(pull_module.Store, "_upsert", failing_upsert)
+    with Client(base_url, account.token, page_size=2) as api, pytest.raises(Interrupted):
+        pull(api, target)
+    assert len(stored(target, "duckdb", "cost_entries")) == 2
+    monkeypatch.undo()
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = by_name(pull(api, target))
+    assert reports["cost_entries"] == 5
+    ids = [row["id"] for row in stored(target, "duckdb", "cost_entries")]
+    assert ids == expected_ids(base_url, account.token, "cost_entries")

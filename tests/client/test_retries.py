@@ -1,0 +1,124 @@
+"""Retries on 429 and 503 honouring Retry-After, bounded, over a fake transport."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import httpx
+import pytest
+
+from airoi.client import AiroiError, Client
+from airoi.client.client import retry_after_seconds
+
+OK = {"data": [{"id": 1}], "page": {"has_more": False, "next_cursor": None}}
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    body = {"error": {"status": status, "message": message}}
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def scripted(*responses: httpx.Response) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+    queue = list(responses)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return queue.pop(0)
+
+    return httpx.MockTransport(handle), seen
+
+
+def client(transport: httpx.MockTransport, sleeps: list[float], **options: float) -> Client:
+    sleep: Callable[[float], None] = sleeps.append
+    return Client("http://api.test/api/v1", "secret", sleep=sleep, transport=transport, **options)  # type: ignore[arg-type]
+
+
+def test_429_waits_as_retry_after_says() -> None:
+    transport, seen = scripted(
+        error(429, "Too many requests.", {"Retry-After": "2"}),
+        error(503, "Busy.", {"Retry-After": "1"}),
+        httpx.Response(200, json=OK),
+    )
+    sleeps: list[float] = []
+    assert list(client(transport, sleeps).metrics()) == [{"id": 1}]
+    assert sleeps == [2.0, 1.0]
+    assert len(seen) == 3
+    assert seen[0].headers["authorization"] == "Bearer secret"
+    assert seen[0].url.params["limit"] == "500"
+
+
+def test_retry_after_as_http_date() -> None:
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    later = format_datetime(now + timedelta(seconds=7), usegmt=True)
+    assert retry_after_seconds(later, now=now) == 7.0
+    assert retry_after_seconds("soon") is None
+    assert retry_after_seconds(None) is None
+    assert retry_after_seconds("-3") == 0.0
+
+
+def test_without_retry_after_backs_off() -> None:
+    transport, _ = scripted(error(503, "Busy."), error(503, "Busy."), httpx.Response(200, json=OK))
+    sleeps: list[float] = []
+    client(transport, sleeps).roi()
+    assert len(sleeps) == 2
+    assert 0 < sleeps[0] <= 0.5 < sleeps[1] <= 1.0
+
+
+def test_retries_are_bounded_in_count() -> None:
+    transport, seen = scripted(*[error(429, "Too many requests.", {"Retry-After": "1"})] * 4)
+    sleeps: list[float] = []
+    with pytest.raises(AiroiError) as refused:
+        client(transport, sleeps, max_retries=3).roi()
+    assert refused.value.status == 429
+    assert refused.value.message == "Too many requests."
+    assert len(seen) == 4
+    assert sleeps == [1.0, 1.0, 1.0]
+
+
+def test_retries_are_bounded_in_total_wait() -> None:
+    transport, seen = scripted(
+        error(429, "Slow down.", {"Retry-After": "30"}),
+        error(429, "Slow down.", {"Retry-After": "30"}),
+    )
+    sleeps: list[float] = []
+    with pytest.raises(AiroiError) as refused:
+        client(transport, sleeps, max_wait=45).roi()
+    assert refused.value.status == 429
+    assert sleeps == [30.0]  # the second wait would pass max_wait: raised at once
+    assert len(seen) == 2
+
+
+def test_other_errors_are_not_retried() -> None:
+    transport, seen = scripted(
+        error(400, "The window parameter is not valid.", {"X-Request-Id": "req-42"})
+    )
+    sleeps: list[float] = []
+    with pytest.raises(AiroiError) as refused:
+        client(transport, sleeps).roi(window="all")
+    assert (refused.value.status, refused.value.request_id) == (400, "req-42")
+    assert refused.value.message == "The window parameter is not valid."
+    assert sleeps == []
+    assert len(seen) == 1
+
+
+def test_non_json_error_and_no_response() -> None:
+    transport, _ = scripted(httpx.Response(502, text="<html>bad gateway</html>"))
+    with pytest.raises(AiroiError) as gateway:
+        client(transport, []).roi()
+    assert (gateway.value.status, gateway.value.message, gateway.value.body) == (
+        502,
+        "Bad Gateway",
+        None,
+    )
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    sleeps: list[float] = []
+    with pytest.raises(AiroiError) as unreachable:
+        client(httpx.MockTransport(refuse), sleeps, max_retries=2).roi()
+    assert unreachable.value.status == 0
+    assert len(sleeps) == 2
