@@ -1,0 +1,640 @@
+"""GET /cost_entries against its ceiling (the same page without HTTP) and against Datasette.
+
+    python -m bench.ceiling [--cost-entries 1000000] [--initiatives 2000] [--postgres URL]
+                            [--json out.json] [--seconds 5] [--connections 4] [--work DIR]
+
+Measures, does not optimise. For each database (SQLite, and PostgreSQL given an admin URL):
+
+1. ceiling: the keyset query GET /cost_entries runs (every column of cost_entries, WHERE
+   account_id = ? [AND (updated_at, id) > (?, ?)] ORDER BY updated_at, id LIMIT n + 1, as the
+   service fetches one row more to know has_more) on the raw driver (sqlite3 read-only /
+   psycopg), rows shaped as the API's rows (dicts, nested source, `...Z` datetimes, the
+   next_cursor) and encoded with orjson: pages/s at limit 100 and 500, first page and a page
+   behind a cursor up to a million rows deep. Its body is checked equal to the service's.
+2. service: `airoi serve` (one uvicorn worker, pinned to core 0) driven by wrk (pinned to
+   core 1; an httpx.AsyncClient with the same concurrency when wrk is missing): requests/s,
+   p50, p99 of the same four pages, and requests/s over the ceiling's pages/s.
+3. walk: every cost entry of the account at limit 500 by one sequential client following
+   next_cursor, rows/s, against the same walk on the raw driver.
+4. peer (SQLite only): `datasette serve --immutable` on the same file, its table JSON for
+   cost_entries?account_id=1&_sort=updated_at&_size=100&_nosuggest=1 (Datasette orders by
+   the sort column, then the primary key: updated_at, id), driven like the service.
+5. memory: the server's peak RSS (VmHWM from /proc) after all of the above.
+6. profile: py-spy sampling the server while wrk drives the limit-100 first page; the top
+   places by own time and by inclusive time (file:function, share of samples).
+
+The machine has 2 cores and other work may run on it: the load average is printed before and
+after; the figures are only as quiet as it was. Rate limiting is lifted for the run
+(AIROI_RATE_LIMIT), its check still runs on every request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import psycopg
+from sqlalchemy.engine import make_url
+
+from airoi.db.tables import cost_entries
+from airoi.listing import Position, encode_cursor
+from bench.common import free_port, load, scratch_databases
+from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, write_bundle
+
+LIMITS = (100, 500)
+DEPTH = 1_000_000
+WALK_LIMIT = 500
+SERVER_CORE, CLIENT_CORE = 0, 1
+TARGETS = {
+    "page_over_ceiling": 0.8,
+    "deep_over_first": 1.1,
+    "walk_over_ceiling": 0.7,
+    "over_datasette": 5.0,
+    "peak_rss_mb": 200.0,
+}
+HEADERS = {"Authorization": f"Bearer {BENCH_TOKEN}"}
+SERVER_ENV = {"AIROI_RATE_LIMIT": "1000000000/second"}
+
+COLUMNS = [c.name for c in cost_entries.columns]
+COL = {name: i for i, name in enumerate(COLUMNS)}
+SELECT = f"SELECT {', '.join(COLUMNS)} FROM cost_entries WHERE account_id = {{p}}"
+KEYSET = " AND (updated_at, id) > ({p}, {p})"
+ORDER = " ORDER BY updated_at, id LIMIT {p}"
+
+
+# ---------------------------------------------------------------- the ceiling (no HTTP)
+
+
+class Raw:
+    """The page query on the raw driver, shaped and encoded as the API's body."""
+
+    def __init__(self, url: str) -> None:
+        parsed = make_url(url)
+        self.sqlite = parsed.get_backend_name() == "sqlite"
+        if self.sqlite:
+            self.conn: Any = sqlite3.connect(f"file:{parsed.database}?mode=ro", uri=True)
+            p = "?"
+        else:
+            dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+            self.conn = psycopg.connect(dsn, autocommit=True)
+            p = "%s"
+        self.first_sql = SELECT.format(p=p) + ORDER.format(p=p)
+        self.after_sql = SELECT.format(p=p) + KEYSET.format(p=p) + ORDER.format(p=p)
+        self.stamp = _sqlite_stamp if self.sqlite else _pg_stamp
+
+    def rows(self, limit: int, after: tuple[Any, int] | None) -> list[tuple[Any, ...]]:
+        if after is None:
+            return list(self.conn.execute(self.first_sql, (ACCOUNT_ID, limit + 1)).fetchall())
+        return list(self.conn.execute(self.after_sql, (ACCOUNT_ID, *after, limit + 1)).fetchall())
+
+    def page(self, limit: int, after: tuple[Any, int] | None) -> tuple[bytes, Any, int]:
+        """The body, the position after its last row (None at the end), and its row count."""
+        rows = self.rows(limit, after)
+        has_more = len(rows) > limit
+        rows = rows[:limit]
+        stamp = self.stamp
+        data = [
+            {
+                "id": r[0],
+                "initiative_id": r[2],
+                "amount_cents": r[3],
+                "currency": r[4],
+                "cost_type": r[5],
+                "cost_category": r[6],
+                "period_start": r[7],
+                "period_end": r[8],
+                "vendor_id": r[9],
+                "vendor_name": r[10],
+                "description": r[11],
+                "notes": r[12],
+                "is_estimated": bool(r[13]),
+                "locked": bool(r[14]),
+                "source": {"type": r[15], "ref": r[16], "connection_id": r[17]},
+                "created_at": stamp(r[18]),
+                "updated_at": stamp(r[19]),
+            }
+            for r in rows
+        ]
+        position = None
+        next_cursor = None
+        if has_more:
+            last = rows[-1]
+            position = (last[19], last[0])
+            updated = datetime.fromisoformat(last[19]) if self.sqlite else last[19]
+            next_cursor = encode_cursor("cost_entries", Position(updated, last[0]))
+        body = orjson.dumps(
+            {"data": data, "page": {"has_more": has_more, "next_cursor": next_cursor}}
+        )
+        return body, position, len(data)
+
+    def position_at(self, offset: int) -> tuple[Any, int]:
+        """The (updated_at, id) of the account's row at `offset` in keyset order."""
+        p = "?" if self.sqlite else "%s"
+        sql = (
+            f"SELECT updated_at, id FROM cost_entries WHERE account_id = {p} "
+            f"ORDER BY updated_at, id LIMIT 1 OFFSET {p}"
+        )
+        updated, row_id = self.conn.execute(sql, (ACCOUNT_ID, offset)).fetchone()
+        return updated, row_id
+
+    def cursor_for(self, position: tuple[Any, int]) -> str:
+        updated = datetime.fromisoformat(position[0]) if self.sqlite else position[0]
+        return encode_cursor("cost_entries", Position(updated, position[1]))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# COLUMNS order is the table's; the shaping above indexes it, so pin it here.
+assert COLUMNS[:20] == [
+    "id", "account_id", "initiative_id", "amount_cents", "currency", "cost_type",
+    "cost_category", "period_start", "period_end", "vendor_id", "vendor_name", "description",
+    "notes", "is_estimated", "locked", "source_type", "source_ref", "source_connection_id",
+    "created_at", "updated_at",
+]  # fmt: skip
+
+
+def _sqlite_stamp(value: str) -> str:
+    # SQLAlchemy stores 'YYYY-MM-DD HH:MM:SS.ffffff'; the API serves '...THH:MM:SS.mmmZ'.
+    return f"{value[:10]}T{value[11:23]}Z"
+
+
+def _pg_stamp(value: datetime) -> str:
+    return value.isoformat(timespec="milliseconds") + "Z"
+
+
+def rate(call: Callable[[], Any], seconds: float, max_calls: int = 100_000) -> dict[str, float]:
+    """Calls/s, p50 and p99 (ms) of `call` repeated for `seconds` (bounded), after a warm-up."""
+    for _ in range(5):
+        call()
+    samples = []
+    started = time.perf_counter()
+    while len(samples) < max_calls and time.perf_counter() - started < seconds:
+        t = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - started
+    samples.sort()
+    return {
+        "per_s": len(samples) / elapsed,
+        "p50_ms": statistics.median(samples) * 1000,
+        "p99_ms": samples[max(int(len(samples) * 0.99) - 1, 0)] * 1000,
+    }
+
+
+@contextmanager
+def pinned(core: int) -> Iterator[None]:
+    before = os.sched_getaffinity(0)
+    with suppress(OSError):
+        os.sched_setaffinity(0, {core})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+# ---------------------------------------------------------------- servers and the load driver
+
+
+@contextmanager
+def server(argv: list[str], env: dict[str, str], ready_url: str) -> Iterator[int]:
+    """A server process on loopback pinned to SERVER_CORE; yields its pid once it answers."""
+    proc = subprocess.Popen(
+        ["taskset", "-c", str(SERVER_CORE), *argv] if shutil.which("taskset") else argv,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):  # up to 60 s
+            if proc.poll() is not None:
+                raise RuntimeError(f"{argv[:4]} exited with {proc.returncode}")
+            try:
+                httpx.get(ready_url, headers=HEADERS, timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"{argv[:4]} did not answer {ready_url}")
+        yield proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def peak_rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(r"VmHWM:\s+(\d+) kB", status)
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def _wrk_ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return float(number) * _UNITS[unit]
+
+
+def drive(url: str, seconds: float, connections: int) -> dict[str, float]:
+    """requests/s, p50, p99 of GET `url` with `connections` concurrent keep-alive clients."""
+    ok(httpx.get(url, headers=HEADERS, timeout=30))
+    if shutil.which("wrk"):
+        argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency"]
+        argv += ["-H", f"Authorization: Bearer {BENCH_TOKEN}", url]
+        if shutil.which("taskset"):
+            argv = ["taskset", "-c", str(CLIENT_CORE), *argv]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        if "Non-2xx" in out or "Socket errors" in out:
+            raise RuntimeError(f"wrk saw errors:\n{out}")
+        latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.M))
+        return {
+            "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+            "p50_ms": _wrk_ms(latency["50"]),
+            "p99_ms": _wrk_ms(latency["99"]),
+        }
+    with pinned(CLIENT_CORE):
+        return asyncio.run(_drive_async(url, seconds, connections))
+
+
+async def _drive_async(url: str, seconds: float, connections: int) -> dict[str, float]:
+    samples: list[float] = []
+    limits = httpx.Limits(max_connections=connections)
+    async with httpx.AsyncClient(headers=HEADERS, limits=limits, timeout=30) as client:
+        deadline = time.perf_counter() + seconds
+
+        async def one() -> None:
+            while time.perf_counter() < deadline and len(samples) < 1_000_000:
+                t = time.perf_counter()
+                ok(await client.get(url))
+                samples.append(time.perf_counter() - t)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(connections)))
+        elapsed = time.perf_counter() - started
+    samples.sort()
+    return {
+        "rps": len(samples) / elapsed,
+        "p50_ms": statistics.median(samples) * 1000,
+        "p99_ms": samples[max(int(len(samples) * 0.99) - 1, 0)] * 1000,
+    }
+
+
+def ok(response: httpx.Response) -> httpx.Response:
+    assert response.status_code == 200, response.text[:500]
+    return response
+
+
+def walk_service(base: str, rows_expected: int) -> dict[str, float]:
+    """Every cost entry at limit 500, one sequential client following next_cursor."""
+    rows = pages = 0
+    params: dict[str, Any] = {"limit": WALK_LIMIT}
+    started = time.perf_counter()
+    with httpx.Client(base_url=base, headers=HEADERS, timeout=60) as client:
+        for _ in range(rows_expected // WALK_LIMIT + 2):
+            page = orjson.loads(ok(client.get("cost_entries", params=params)).content)
+            rows += len(page["data"])
+            pages += 1
+            if not page["page"]["has_more"]:
+                break
+            params["cursor"] = page["page"]["next_cursor"]
+    seconds = time.perf_counter() - started
+    return {"rows": rows, "pages": pages, "s": seconds, "rows_per_s": rows / seconds}
+
+
+def walk_raw(raw: Raw, rows_expected: int) -> dict[str, float]:
+    rows = pages = 0
+    after = None
+    started = time.perf_counter()
+    for _ in range(rows_expected // WALK_LIMIT + 2):
+        _, after, count = raw.page(WALK_LIMIT, after)
+        rows += count
+        pages += 1
+        if after is None:
+            break
+    seconds = time.perf_counter() - started
+    return {"rows": rows, "pages": pages, "s": seconds, "rows_per_s": rows / seconds}
+
+
+# ---------------------------------------------------------------- the profile
+
+
+def profile(pid: int, url: str, seconds: float, connections: int, top: int) -> dict[str, Any]:
+    """py-spy samples of the server while the load driver asks for `url`."""
+    if not shutil.which("py-spy"):
+        return {"error": "py-spy not installed"}
+    out = Path(tempfile.mkdtemp(prefix="airoi-profile-")) / "stacks.txt"
+    argv = ["py-spy", "record", "-p", str(pid), "-d", f"{seconds:g}", "-r", "200"]
+    spy = subprocess.Popen(
+        [*argv, "-f", "raw", "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.5)
+    drive(url, seconds, connections)
+    try:
+        _, err = spy.communicate(timeout=seconds + 30)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.communicate()
+        return {"error": "py-spy did not finish"}
+    if not out.exists():
+        return {"error": f"py-spy failed: {err.strip()[-300:]}"}
+    own: Counter[str] = Counter()
+    by_package: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = idle = 0
+    for line in out.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        frames = [_place(f) for f in stack.split(";")]
+        if not frames[0].startswith("<frozen runpy>") and frames[-1] in _WAITS:
+            idle += count  # a background thread waiting (py-spy did not see it idle)
+            continue
+        total += count
+        own[frames[-1]] += count
+        by_package[frames[-1].split("/")[0].split(".py")[0]] += count
+        for place in set(frames):
+            inclusive[place] += count
+    return {
+        "samples": total,
+        "idle_samples_dropped": idle,
+        "own": [(p, c / total) for p, c in own.most_common(top)],
+        "by_package": [(p, c / total) for p, c in by_package.most_common()],
+        "inclusive": [
+            (p, c / total)
+            for p, c in inclusive.most_common()
+            if not p.startswith(_ROOT_FRAMES)  # the process's and event loop's outer frames
+        ][: top + 4],
+    }
+
+
+_WAITS = {
+    "threading.py:Condition.wait",
+    "threading.py:Event.wait",
+    "queue.py:Queue.get",
+    "concurrent/futures/thread.py:_worker",
+}
+_ROOT_FRAMES = (
+    "<",
+    "typer/",
+    "airoi/__main__.py",
+    "airoi/cli.py",
+    "uvicorn/main.py",
+    "uvicorn/server.py",
+    "uvicorn/_compat.py",
+    "asyncio/",
+    "threading.py",
+)
+
+
+def _place(frame: str) -> str:
+    """'function (/path/site-packages/pkg/mod.py:12)' -> 'pkg/mod.py:function'."""
+    match = re.fullmatch(r"(.*) \((.*?)(?::\d+)?\)", frame.strip())
+    if not match:
+        return frame.strip()
+    function, path = match.groups()
+    for marker in ("site-packages/", "/src/", "/lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{path}:{function}"
+
+
+# ---------------------------------------------------------------- one database
+
+
+def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    figures: dict[str, Any] = {"database": name}
+    raw = Raw(url)
+    depth = min(DEPTH, args.cost_entries - max(LIMITS) - 1)
+    deep = raw.position_at(depth - 1)
+    figures["deep_rows"] = depth
+    cursor = raw.cursor_for(deep)
+    cases = [
+        (f"{label}_{limit}", limit, position, params)
+        for limit in LIMITS
+        for label, position, params in (
+            ("first", None, {}),
+            ("deep", deep, {"cursor": cursor}),
+        )
+    ]
+
+    with pinned(SERVER_CORE):
+        for label, limit, position, _ in cases:
+            figures[f"ceiling_{label}"] = rate(
+                lambda n=limit, at=position: raw.page(n, at), args.seconds
+            )
+        figures["ceiling_walk"] = walk_raw(raw, args.cost_entries)
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/api/v1/"
+    argv = [sys.executable, "-m", "airoi", "serve", "--port", str(port)]
+    env = {"AIROI_DATABASE_URL": url, **SERVER_ENV}
+    with server(argv, env, base + "openapi.json") as pid:
+        for label, limit, position, params in cases:
+            query = httpx.QueryParams({"limit": limit, **params})
+            body = ok(httpx.get(f"{base}cost_entries?{query}", headers=HEADERS)).content
+            expected, _, _ = raw.page(limit, position)
+            if orjson.loads(body) != orjson.loads(expected):
+                raise AssertionError(f"{label}: the ceiling's body differs from the service's")
+            figures[f"service_{label}"] = drive(
+                f"{base}cost_entries?{query}", args.seconds, args.connections
+            )
+        figures["service_walk"] = walk_service(base, args.cost_entries)
+        figures["peak_rss_mb"] = peak_rss_mb(pid)
+        figures["profile"] = profile(
+            pid, f"{base}cost_entries?limit=100", args.profile_seconds, args.connections, 12
+        )
+    raw.close()
+
+    if name == "sqlite" and shutil.which("datasette"):
+        figures["datasette"] = datasette(url, args)
+    return figures
+
+
+def datasette(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    path = Path(make_url(url).database or "")
+    port = free_port()
+    table = f"http://127.0.0.1:{port}/{path.stem}/cost_entries.json"
+    query = f"account_id={ACCOUNT_ID}&_sort=updated_at&_size=100&_nosuggest=1"
+    argv = [shutil.which("datasette") or "datasette", "serve", "--immutable", str(path)]
+    argv += ["--port", str(port), "--host", "127.0.0.1"]
+    with server(argv, {}, f"http://127.0.0.1:{port}/-/versions.json"):
+        page = ok(httpx.get(f"{table}?{query}", timeout=60)).json()
+        ids = [row[page["columns"].index("id")] for row in page["rows"]]
+        result: dict[str, Any] = {"query": query, "first_ids": ids[:3], "rows": len(ids)}
+        result |= drive(f"{table}?{query}", args.seconds, args.connections)
+        result["nocount"] = drive(f"{table}?{query}&_nocount=1", args.seconds, args.connections)
+    return result
+
+
+# ---------------------------------------------------------------- report
+
+
+def verdict(value: float, target: float, at_least: bool) -> str:
+    good = value >= target if at_least else value <= target
+    sign = ">=" if at_least else "<="
+    return f"{'ok  ' if good else 'MISS'} (target {sign} {target:g})"
+
+
+def report(f: dict[str, Any]) -> list[str]:
+    lines = [f"== {f['database']} (deep = behind a cursor {f['deep_rows']:,} rows in)"]
+    lines.append(
+        f"{'page':10} {'ceiling/s':>10} {'p50 ms':>7} | {'service/s':>10} {'p50 ms':>7} "
+        f"{'p99 ms':>7} | {'svc/ceil':>8}"
+    )
+    for limit in LIMITS:
+        for label in ("first", "deep"):
+            key = f"{label}_{limit}"
+            ceiling, service = f[f"ceiling_{key}"], f[f"service_{key}"]
+            ratio = service["rps"] / ceiling["per_s"]
+            f[f"ratio_{key}"] = ratio
+            lines.append(
+                f"{key:10} {ceiling['per_s']:10,.0f} {ceiling['p50_ms']:7.2f} | "
+                f"{service['rps']:10,.0f} {service['p50_ms']:7.2f} {service['p99_ms']:7.2f} | "
+                f"{ratio:7.2f}x  {verdict(ratio, TARGETS['page_over_ceiling'], True)}"
+            )
+    for limit in LIMITS:
+        for side, key in (("ceiling", "per_s"), ("service", "rps")):
+            first, deep = f[f"{side}_first_{limit}"][key], f[f"{side}_deep_{limit}"][key]
+            slower = first / deep
+            f[f"{side}_deep_over_first_{limit}"] = slower
+            lines.append(
+                f"deep/first time, {side} limit {limit}: {slower:.2f}x  "
+                f"{verdict(slower, TARGETS['deep_over_first'], False)}"
+            )
+    walk, ceiling_walk = f["service_walk"], f["ceiling_walk"]
+    f["walk_over_ceiling"] = walk["rows_per_s"] / ceiling_walk["rows_per_s"]
+    lines.append(
+        f"walk limit {WALK_LIMIT}: service {walk['rows']:,} rows in {walk['s']:.1f} s = "
+        f"{walk['rows_per_s']:,.0f} rows/s; ceiling {ceiling_walk['rows_per_s']:,.0f} rows/s "
+        f"({ceiling_walk['s']:.1f} s); {f['walk_over_ceiling']:.2f}x  "
+        f"{verdict(f['walk_over_ceiling'], TARGETS['walk_over_ceiling'], True)}"
+    )
+    if "datasette" in f:
+        d = f["datasette"]
+        ours = f["service_first_100"]["rps"]
+        f["over_datasette"] = ours / d["rps"]
+        f["over_datasette_nocount"] = ours / d["nocount"]["rps"]
+        lines.append(
+            f"datasette ?{d['query']}: {d['rps']:,.1f} req/s, p50 {d['p50_ms']:.1f} ms, "
+            f"p99 {d['p99_ms']:.1f} ms; ours {ours:,.0f} req/s = "
+            f"{f['over_datasette']:.1f}x  {verdict(f['over_datasette'], 5.0, True)}"
+        )
+        lines.append(
+            f"datasette with &_nocount=1 too: {d['nocount']['rps']:,.1f} req/s, p50 "
+            f"{d['nocount']['p50_ms']:.1f} ms; ours = {f['over_datasette_nocount']:.1f}x"
+        )
+    lines.append(
+        f"server peak RSS (VmHWM): {f['peak_rss_mb']:.0f} MB  "
+        f"{verdict(f['peak_rss_mb'], TARGETS['peak_rss_mb'], False)}"
+    )
+    p = f["profile"]
+    if "error" in p:
+        lines.append(f"profile: {p['error']}")
+    else:
+        lines.append(
+            f"profile of GET /cost_entries?limit=100 under load ({p['samples']:,} py-spy "
+            f"samples; {p['idle_samples_dropped']:,} of idle background threads dropped)"
+        )
+        lines.append("  own time:")
+        lines += [f"    {share:6.1%}  {place}" for place, share in p["own"]]
+        lines.append("  own time by package:")
+        lines += [f"    {share:6.1%}  {package}" for package, share in p["by_package"][:8]]
+        lines.append("  inclusive time:")
+        lines += [f"    {share:6.1%}  {place}" for place, share in p["inclusive"]]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cost-entries", type=int, default=1_000_000)
+    parser.add_argument("--initiatives", type=int, default=2_000)
+    parser.add_argument("--postgres", help="an admin URL; a scratch database is made and dropped")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--seconds", type=float, default=5.0, help="per measured case")
+    parser.add_argument("--profile-seconds", type=float, default=8.0)
+    parser.add_argument("--connections", type=int, default=4, help="concurrent clients")
+    parser.add_argument(
+        "--work", type=Path, help="keep the bundle and SQLite file here; reuse them when present"
+    )
+    args = parser.parse_args()
+    if args.cost_entries < 2 * max(LIMITS) + 2:
+        parser.error(f"--cost-entries must be at least {2 * max(LIMITS) + 2}")
+    work = args.work or Path(tempfile.mkdtemp(prefix="airoi-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    bundle = work / "bundle.json"
+    stamp = work / "loaded.json"
+    wanted = {"cost_entries": args.cost_entries, "initiatives": args.initiatives}
+    reuse = stamp.exists() and json.loads(stamp.read_text()) == wanted
+    if not reuse:
+        (work / "bench.db").unlink(missing_ok=True)
+        write_bundle(bundle, cost_entries=args.cost_entries, initiatives=args.initiatives)
+    print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)", flush=True)
+    print(f"tools: wrk={bool(shutil.which('wrk'))} py-spy={bool(shutil.which('py-spy'))} "
+          f"datasette={bool(shutil.which('datasette'))}; {args.connections} connections, "
+          f"{args.seconds:g} s per case", flush=True)  # fmt: skip
+    results = []
+    rows = args.cost_entries + args.initiatives
+    with scratch_databases(work, args.postgres) as targets:
+        for name, url in targets:
+            if name != "sqlite" or not reuse:
+                if not bundle.exists():
+                    write_bundle(
+                        bundle, cost_entries=args.cost_entries, initiatives=args.initiatives
+                    )
+                loaded = load(url, bundle, rows)
+                print(f"{name}: loaded {rows:,} rows in {loaded['load_s']:.0f} s", flush=True)
+                if name == "sqlite":
+                    stamp.write_text(json.dumps(wanted))
+            figures = measure(name, url, work, args)
+            for line in report(figures):
+                print(line, flush=True)
+            results.append(figures)
+    print(f"load average after: {os.getloadavg()[0]:.2f}", flush=True)
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "cost_entries": args.cost_entries,
+                    "initiatives": args.initiatives,
+                    "connections": args.connections,
+                    "seconds_per_case": args.seconds,
+                    "targets": TARGETS,
+                    "results": results,
+                },
+                indent=2,
+                default=str,
+            )
+        )
+        print(f"figures written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
