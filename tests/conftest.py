@@ -66,6 +66,23 @@ def postgresql_url() -> Iterator[str]:
     admin.dispose()
 
 
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis database for shared rate-limit counters (AIROI_TEST_REDIS_URL)."""
+    url = os.environ.get("AIROI_TEST_REDIS_URL", "")
+    if not url:
+        _unavailable(
+            "Redis tests need AIROI_TEST_REDIS_URL (for example redis://127.0.0.1:6379/15)"
+        )
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        _unavailable(f"Redis at AIROI_TEST_REDIS_URL is not reachable: {type(exc).__name__}")
+    return url
+
+
 _engines: dict[str, Engine] = {}
 
 

@@ -21,7 +21,9 @@ Client = TestClient[Litestar]
 def error_of(response: object) -> dict[str, object]:
     body = response.json()  # type: ignore[attr-defined]
     assert set(body) == {"error"}
-    assert set(body["error"]) == {"status", "message"}
+    # SPEC 7's two fields, plus the request id that matches the response's X-Request-Id.
+    assert set(body["error"]) == {"status", "message", "request_id"}
+    assert body["error"]["request_id"] == response.headers["x-request-id"]  # type: ignore[attr-defined]
     assert body["error"]["status"] == response.status_code  # type: ignore[attr-defined]
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     return body["error"]  # type: ignore[no-any-return]

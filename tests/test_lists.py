@@ -129,7 +129,14 @@ def refused(client: Client, token: str, path: str, status: int = 400, **params: 
     response = client.get(f"/api/v1/{path}", params=params, headers=bearer(token))
     assert response.status_code == status, response.text
     body = response.json()
-    assert body == {"error": {"status": status, "message": body["error"]["message"]}}
+    # SPEC 7's body, plus the request id that matches the response's X-Request-Id.
+    assert body == {
+        "error": {
+            "status": status,
+            "message": body["error"]["message"],
+            "request_id": response.headers["x-request-id"],
+        }
+    }
     return str(body["error"]["message"])
 
 

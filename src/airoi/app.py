@@ -5,6 +5,9 @@ The order of checks is SEMANTICS R30: routing (404, 405) first, then the token
 existence (404).
 """
 
+import logging
+import sys
+import traceback
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -37,10 +40,22 @@ from airoi.api import (
     value_entries,
 )
 from airoi.api.common import provide_db, provide_principal, provide_today
-from airoi.auth import authenticate
+from airoi.auth import authenticate, bearer_secret
+from airoi.conditional import conditional_get
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
+from airoi.health import database_failure, healthz, readyz
+from airoi.observability import (
+    Metrics,
+    access_log,
+    metrics_endpoint,
+    observe,
+    request_context,
+    request_id_of,
+)
+from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
+from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 
 API_PREFIX = "/api/v1"
@@ -63,22 +78,46 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
 
 
 class TokenAuthentication(AbstractAuthenticationMiddleware):
-    """Resolves the bearer token before any handler or parameter parsing runs."""
+    """Resolves the bearer token before any handler or parameter parsing runs.
+
+    A good token's request is then counted against its budget (SPEC 8): after
+    authentication, so a 401 or 403 is never counted and stays what it is.
+    """
 
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
         engine: Engine = connection.app.state.engine
+        authorization = connection.headers.get("authorization")
         with engine.connect() as conn:
-            principal = authenticate(conn, connection.headers.get("authorization"))
+            principal = authenticate(conn, authorization)
+        context = request_context(connection.scope)  # type: ignore[arg-type]
+        if context is not None:
+            context.account_id = principal.account_id
+        limiter: RateLimiter = connection.app.state.rate_limiter
+        # Keyed by the token's hash, never the token (SEMANTICS R15).
+        standing = limiter.hit(hash_token(bearer_secret(authorization)))
+        if standing is not None:
+            if context is not None:
+                context.response_headers.update(standing.headers())
+            if not standing.allowed:
+                wait = standing.seconds_to_reset()
+                raise ApiError(
+                    429,
+                    f"Too many requests with this token; try again in {wait} seconds.",
+                    headers={"Retry-After": str(wait)},
+                )
         return AuthenticationResult(user=principal, auth=None)
 
 
 def error_response(
-    status: int, message: str, headers: dict[str, str] | None = None
+    status: int,
+    message: str,
+    headers: dict[str, str] | None = None,
+    request_id: str | None = None,
 ) -> Response[ErrorBody]:
     return Response(
-        ErrorBody(error=ErrorDetail(status=status, message=message)),
+        ErrorBody(error=ErrorDetail(status=status, message=message, request_id=request_id)),
         status_code=status,
         headers=headers,
         media_type="application/json",
@@ -101,19 +140,44 @@ _STATUS_MESSAGES = {
 
 
 def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    request_id = request_id_of(request)
     if isinstance(exc, ApiError):
-        return error_response(exc.status, exc.message, exc.headers)
+        return error_response(exc.status, exc.message, exc.headers, request_id)
     if isinstance(exc, ValidationException):
-        return error_response(400, _validation_message(exc))
+        return error_response(400, _validation_message(exc), request_id=request_id)
     if isinstance(exc, HTTPException):
         status = exc.status_code
         headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() != "allow"}
         if status == 405:
             headers["Allow"] = "GET"
         message = _STATUS_MESSAGES.get(status) or (exc.detail if status < 500 else "")
-        return error_response(status, message or "The request could not be served.", headers)
-    request.logger.exception("unhandled error on %s", request.url.path)
-    return error_response(500, "The service failed to answer; the error has been logged.")
+        message = message or "The request could not be served."
+        return error_response(status, message, headers, request_id)
+    unavailable = database_failure(exc)
+    if unavailable is not None:
+        # A fault of the database, not of this code: one line, no traceback, no SQL.
+        request.logger.warning(
+            "database unavailable on %s (request %s): %s",
+            request.url.path,
+            request_id,
+            type(getattr(exc, "orig", None) or exc).__name__,
+        )
+        return error_response(
+            unavailable.status, unavailable.message, unavailable.headers, request_id
+        )
+    # SEMANTICS R15: an exception's message can carry bound values (a token hash, a row), so
+    # the log gets its class and where it was raised, never its text.
+    where = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)))
+    request.logger.error(
+        "unhandled %s on %s (request %s)\n%s",
+        type(exc).__name__,
+        request.url.path,
+        request_id,
+        where,
+    )
+    return error_response(
+        500, "The service failed to answer; the error has been logged.", request_id=request_id
+    )
 
 
 def declared_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
@@ -135,7 +199,8 @@ def _path_params(path: str) -> Iterable[str]:
             yield part[1:-1].split(":")[0]
 
 
-def strict_parameters(request: Request[Any, Any, Any]) -> None:
+async def strict_parameters(request: Request[Any, Any, Any]) -> None:
+    # async, so the framework runs it on the event loop rather than hopping to a thread.
     """SEMANTICS R12: a query name the endpoint does not declare is refused, as is a repeat."""
     handler = request.route_handler
     allowed = handler.opt.get(QUERY_NAMES_OPT)
@@ -169,7 +234,8 @@ def only_get_and_head(app: Litestar) -> None:
     """SEMANTICS R30: GET and HEAD are served; any other method on a served route is 405.
 
     The framework answers OPTIONS by itself, so OPTIONS is passed on as a method no route
-    declares; HEAD is answered as GET without the body.
+    declares; HEAD is answered as GET without the body. The scope is changed in place, so
+    the outer layers (access log, metrics) see the route the framework matched.
     """
     inner = app.asgi_handler
 
@@ -185,18 +251,20 @@ def only_get_and_head(app: Litestar) -> None:
                     message = {**message, "body": b""}
                 await send(message)
 
-            as_get: Any = {**scope, "method": "GET"}
-            await inner(as_get, receive, send_headers_only)
+            scope["method"] = "GET"
+            await inner(scope, receive, send_headers_only)
             return
         if method == "OPTIONS":
-            scope = {**scope, "method": "TRACE"}
+            scope["method"] = "TRACE"
         await inner(scope, receive, send)
 
     app.asgi_handler = handler
 
 
 def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
-    engine = engine or make_engine(settings.database_url, read_only=True)
+    engine = engine or make_engine(
+        settings.database_url, read_only=True, statement_timeout_ms=settings.statement_timeout_ms
+    )
     api = Router(
         API_PREFIX,
         route_handlers=ROUTE_HANDLERS,
@@ -231,8 +299,16 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     )
     # SPEC 4.B: /mcp behind the same token middleware; its session manager runs in the lifespan.
     mcp = mcp_endpoint(engine, settings)
+    metrics = Metrics()
     app = Litestar(
-        route_handlers=[api, openapi_description, mcp.route_handler],
+        route_handlers=[
+            api,
+            openapi_description,
+            mcp.route_handler,
+            healthz,
+            readyz,
+            metrics_endpoint,
+        ],
         lifespan=[mcp.lifespan],
         middleware=[
             DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),
@@ -240,13 +316,29 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         before_request=strict_parameters,
         exception_handlers={Exception: handle_error},
         openapi_config=openapi,
-        state=State({"engine": engine, "settings": settings}),
+        state=State(
+            {
+                "engine": engine,
+                "settings": settings,
+                "rate_limiter": RateLimiter(settings.rate_limit, settings.redis_url),
+                "metrics": metrics,
+            }
+        ),
         debug=False,
     )
+    conditional_get(app, f"{API_PREFIX}/")  # inside HEAD-as-GET, so HEAD gets GET's ETag
     only_get_and_head(app)
+    observe(app, metrics)  # outermost: sees every answer, including HEAD and 405
     return app
 
 
 def app_from_env() -> Litestar:
     """The app `airoi serve` runs (a factory, so every worker builds its own)."""
+    if not access_log.handlers:
+        # One JSON line per request on stderr, beside the server's own log.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access_log.addHandler(handler)
+        access_log.setLevel(logging.INFO)
+        access_log.propagate = False
     return create_app(Settings.from_env())

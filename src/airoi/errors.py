@@ -1,4 +1,5 @@
-"""One error type and one error body (SPEC 7): `{"error": {"status": ..., "message": ...}}`."""
+"""One error type and one error body (SPEC 7): `{"error": {"status": ..., "message": ...}}`,
+plus `request_id` (added, SPEC 9: consumers tolerate added fields)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
-class ErrorDetail(msgspec.Struct):
+class ErrorDetail(msgspec.Struct, omit_defaults=True):
     status: int
     message: str
+    # The X-Request-Id of the request, so a report can be matched to its log line.
+    request_id: str | None = None
 
 
 class ErrorBody(msgspec.Struct):

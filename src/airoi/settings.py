@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime
 
 DEFAULT_DATABASE_URL = "sqlite:///airoi.db"
 DEFAULT_RATE_LIMIT = "600/minute"
+DEFAULT_STATEMENT_TIMEOUT_MS = 5000
 
 
 def _today_from_env(value: str | None) -> date | None:
@@ -21,6 +22,35 @@ def _today_from_env(value: str | None) -> date | None:
         ) from exc
 
 
+def _statement_timeout_from_env(value: str | None) -> int:
+    if not value:
+        return DEFAULT_STATEMENT_TIMEOUT_MS
+    try:
+        milliseconds = int(value)
+    except ValueError:
+        milliseconds = 0
+    if milliseconds < 1:
+        raise ValueError(
+            f"AIROI_STATEMENT_TIMEOUT_MS must be a whole number of milliseconds, 1 or more, "
+            f"not {value!r}"
+        )
+    return milliseconds
+
+
+def _rate_limit_from_env(value: str | None) -> str:
+    if not value:
+        return DEFAULT_RATE_LIMIT
+    from limits import parse
+
+    try:
+        parse(value)
+    except ValueError as exc:
+        raise ValueError(
+            f"AIROI_RATE_LIMIT must read like 600/minute or 10/second, not {value!r}"
+        ) from exc
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -29,6 +59,7 @@ class Settings:
     app_url: str = "http://localhost:8000"
     redis_url: str | None = None
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -37,10 +68,11 @@ class Settings:
         return cls(
             database_url=env.get("AIROI_DATABASE_URL") or DEFAULT_DATABASE_URL,
             today=_today_from_env(env.get("AIROI_TODAY")),
-            rate_limit=env.get("AIROI_RATE_LIMIT") or DEFAULT_RATE_LIMIT,
+            rate_limit=_rate_limit_from_env(env.get("AIROI_RATE_LIMIT")),
             app_url=(env.get("AIROI_APP_URL") or "http://localhost:8000").rstrip("/"),
             redis_url=env.get("AIROI_REDIS_URL") or None,
             allowed_hosts=hosts,
+            statement_timeout_ms=_statement_timeout_from_env(env.get("AIROI_STATEMENT_TIMEOUT_MS")),
         )
 
     def with_(self, **changes: object) -> Settings:

@@ -69,7 +69,11 @@ def test_a_plan_without_api_access_is_refused_403(served: Served, world: World) 
     response = post(served, bearer(world.token_no_api))
     assert response.status_code == 403
     assert response.json() == {
-        "error": {"status": 403, "message": "This account's plan does not include API access."}
+        "error": {
+            "status": 403,
+            "message": "This account's plan does not include API access.",
+            "request_id": response.headers["x-request-id"],
+        }
     }
 
 

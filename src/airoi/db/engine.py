@@ -2,27 +2,38 @@
 
 The serving path opens the database read-only (SQLite `PRAGMA query_only`,
 PostgreSQL `default_transaction_read_only`), so a bug in a handler cannot write.
+With `statement_timeout_ms`, a statement running longer is cut (PostgreSQL
+`statement_timeout`; SQLite a progress handler that interrupts it) and raises
+`OperationalError`, which the app answers 503.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+
+# How many SQLite virtual-machine steps run between two looks at the clock.
+_SQLITE_PROGRESS_STEPS = 10_000
+_DEADLINE = "airoi_deadline"
 
 
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, *, read_only: bool = False) -> Engine:
+def make_engine(
+    url: str, *, read_only: bool = False, statement_timeout_ms: int | None = None
+) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(url, connect_args={"check_same_thread": False})
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        def _pragmas(dbapi_conn: Any, record: Any) -> None:
             cur = dbapi_conn.cursor()
             if parsed.database and parsed.database != ":memory:" and not read_only:
                 cur.execute("PRAGMA journal_mode=WAL")
@@ -31,9 +42,48 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
             if read_only:
                 cur.execute("PRAGMA query_only=ON")
             cur.close()
+            if statement_timeout_ms is not None:
+                _install_sqlite_timeout(dbapi_conn, record)
 
+        if statement_timeout_ms is not None:
+            _arm_sqlite_timeout(engine, statement_timeout_ms / 1000)
         return engine
     connect_args: dict[str, Any] = {}
+    options = []
     if read_only:
-        connect_args["options"] = "-c default_transaction_read_only=on"
+        options.append("-c default_transaction_read_only=on")
+    if statement_timeout_ms is not None:
+        options.append(f"-c statement_timeout={statement_timeout_ms}")
+        # An unreachable server is given up on as quickly as a slow statement.
+        connect_args["connect_timeout"] = max(2, math.ceil(statement_timeout_ms / 1000))
+    if options:
+        connect_args["options"] = " ".join(options)
     return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+
+
+def _install_sqlite_timeout(dbapi_conn: Any, record: Any) -> None:
+    """A progress handler interrupting the running statement once its deadline has passed."""
+    deadline = [math.inf]
+    record.info[_DEADLINE] = deadline
+
+    def past_deadline() -> int:
+        return 1 if time.monotonic() > deadline[0] else 0
+
+    dbapi_conn.set_progress_handler(past_deadline, _SQLITE_PROGRESS_STEPS)
+
+
+def _arm_sqlite_timeout(engine: Engine, seconds: float) -> None:
+    """Each statement gets `seconds` from its start (fetching its rows included)."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _start(conn: Any, *_args: Any) -> None:
+        deadline = conn.info.get(_DEADLINE)
+        if deadline is not None:
+            deadline[0] = time.monotonic() + seconds
+
+    @event.listens_for(engine, "reset")
+    def _disarm(_dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
+        # The pool's own rollback on return must never be interrupted.
+        deadline = record.info.get(_DEADLINE)
+        if deadline is not None:
+            deadline[0] = math.inf

@@ -1,0 +1,76 @@
+"""Conditional GET for /api/v1: a strong ETag on every 200, 304 on a matching If-None-Match.
+
+The tag is a SHA-256 of the body bytes, so two answers share a tag exactly when
+they are byte for byte the same. The whole of a 200 is held before it is sent
+(a page is at most 500 rows), which is also what lets a match be answered 304
+with no body. Only a 200 is looked at: the token, the plan and the parameters
+are checked first, so a 304 is never an answer to a request that would be refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import MutableMapping
+from typing import Any, cast
+
+from litestar import Litestar
+
+Message = MutableMapping[str, Any]
+# A 304 carries the validators and caching headers of the 200 it stands for, not its body.
+_DROPPED_ON_304 = {b"content-length", b"content-type"}
+
+
+def entity_tag(body: bytes) -> str:
+    return f'"{hashlib.sha256(body).hexdigest()}"'
+
+
+def none_match(if_none_match: str, tag: str) -> bool:
+    """RFC 9110 13.1.2: If-None-Match uses the weak comparison, and "*" matches any tag."""
+    candidates = (part.strip() for part in if_none_match.split(","))
+    return any(c == "*" or c.removeprefix("W/") == tag for c in candidates)
+
+
+def _header(scope: MutableMapping[str, Any], name: bytes) -> str | None:
+    values = [bytes(v).decode("latin-1") for k, v in scope.get("headers", ()) if k == name]
+    return ", ".join(values) if values else None
+
+
+def conditional_get(app: Litestar, prefix: str) -> None:
+    """Wrap the app's ASGI handler so GETs under `prefix` get an ETag and may be answered 304."""
+    inner: Any = app.asgi_handler
+
+    async def handler(scope: Any, receive: Any, send: Any) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or scope["method"] != "GET" or not path.startswith(prefix):
+            await inner(scope, receive, send)
+            return
+        if_none_match = _header(scope, b"if-none-match")
+        held: Message | None = None
+        chunks: list[bytes] = []
+
+        async def hold_200(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                held = message
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = b"".join(chunks)
+            tag = entity_tag(body)
+            headers = [(k, v) for k, v in held.get("headers", ()) if k.lower() != b"etag"]
+            headers.append((b"etag", tag.encode()))
+            if if_none_match is not None and none_match(if_none_match, tag):
+                headers = [(k, v) for k, v in headers if k.lower() not in _DROPPED_ON_304]
+                await send({**held, "status": 304, "headers": headers})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            await send({**held, "headers": headers})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+        await inner(scope, receive, hold_200)
+
+    app.asgi_handler = cast(Any, handler)

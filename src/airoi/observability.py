@@ -1,0 +1,203 @@
+"""What every request leaves behind: its X-Request-Id, one access-log line, and metrics.
+
+`observe(app, metrics)` wraps the app's ASGI handler outermost. It gives each
+request a `RequestContext` in its scope, which the inner layers fill (the
+authentication middleware sets the account and the rate-limit headers; the
+error handler reads the request id into the error body), and on the way out it
+adds the context's headers to the response, writes one JSON line on the
+`airoi.access` logger and counts the request by route template and status.
+
+The log line holds the method, the path without its query string, the status,
+the duration, the account id and the request id: never a query value, a token,
+an e-mail address or a credential (SEMANTICS R15).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from litestar import Litestar, Request, get
+
+SCOPE_KEY = "airoi.request"
+REQUEST_ID_HEADER = "X-Request-Id"
+METRICS_PATH = "/metrics"
+UNMATCHED_ROUTE = "unmatched"
+# Any other method a client makes up is counted as "other", so labels stay few.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
+
+# A client's own id is echoed when it is short and plain; otherwise one is made up.
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+# Latency buckets in seconds: a keyset page is about a millisecond, a timeout five seconds.
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+access_log = logging.getLogger("airoi.access")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass
+class RequestContext:
+    request_id: str
+    method: str
+    account_id: int | None = None
+    response_headers: dict[str, str] = field(default_factory=dict)
+
+
+def request_context(scope: MutableMapping[str, Any]) -> RequestContext | None:
+    context = scope.get(SCOPE_KEY)
+    return context if isinstance(context, RequestContext) else None
+
+
+def request_id_of(request: Request[Any, Any, Any]) -> str | None:
+    context = request_context(request.scope)  # type: ignore[arg-type]
+    return context.request_id if context else None
+
+
+def _request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == b"x-request-id":
+            text = bytes(value).decode("latin-1")
+            if _SANE_REQUEST_ID.fullmatch(text):
+                return text
+            break
+    return uuid.uuid4().hex
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class Metrics:
+    """Request counts and a latency histogram by method, route template and status.
+
+    Kept per process: with several workers, scrape each one (or sum them).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._series: dict[tuple[str, str, str], list[float]] = {}
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        key = (method, route, str(status))
+        with self._lock:
+            series = self._series.get(key)
+            if series is None:
+                # One count per bucket, then the overall count and the sum of seconds.
+                series = self._series[key] = [0.0] * (len(BUCKETS) + 2)
+            for index, bound in enumerate(BUCKETS):
+                if seconds <= bound:
+                    series[index] += 1
+            series[-2] += 1
+            series[-1] += seconds
+
+    def render(self) -> str:
+        """The Prometheus text exposition format (version 0.0.4)."""
+        with self._lock:
+            snapshot = {key: list(values) for key, values in sorted(self._series.items())}
+        lines = [
+            "# HELP airoi_http_requests_total Requests answered, by method, route and status.",
+            "# TYPE airoi_http_requests_total counter",
+        ]
+        for (method, route, status), series in snapshot.items():
+            labels = f'method="{method}",route="{_escape(route)}",status="{status}"'
+            lines.append(f"airoi_http_requests_total{{{labels}}} {int(series[-2])}")
+        lines += [
+            "# HELP airoi_http_request_duration_seconds Time to answer, by method, route and "
+            "status.",
+            "# TYPE airoi_http_request_duration_seconds histogram",
+        ]
+        name = "airoi_http_request_duration_seconds"
+        for (method, route, status), series in snapshot.items():
+            labels = f'method="{method}",route="{_escape(route)}",status="{status}"'
+            for index, bound in enumerate(BUCKETS):
+                lines.append(f'{name}_bucket{{{labels},le="{bound}"}} {int(series[index])}')
+            lines.append(f'{name}_bucket{{{labels},le="+Inf"}} {int(series[-2])}')
+            lines.append(f"{name}_sum{{{labels}}} {series[-1]:.6f}")
+            lines.append(f"{name}_count{{{labels}}} {int(series[-2])}")
+        return "\n".join(lines) + "\n"
+
+
+def observe(app: Litestar, metrics: Metrics) -> None:
+    """Wrap the app's ASGI handler: request id, context headers, access log, metrics."""
+    inner: Any = app.asgi_handler
+
+    async def handler(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+        context = RequestContext(request_id=_request_id(scope), method=scope["method"])
+        scope[SCOPE_KEY] = context
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                extra = [(REQUEST_ID_HEADER.lower(), context.request_id)]
+                extra += [(k.lower(), v) for k, v in context.response_headers.items()]
+                names = {name.encode() for name, _ in extra}
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in names]
+                headers += [(k.encode(), v.encode("latin-1")) for k, v in extra]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await inner(scope, receive, send_with_headers)
+        finally:
+            seconds = time.perf_counter() - started
+            route = scope.get("path_template") or UNMATCHED_ROUTE
+            method = context.method if context.method in _METHODS else "other"
+            metrics.observe(method, route, status, seconds)
+            access_log.info(
+                json.dumps(
+                    {
+                        "method": context.method,
+                        "path": scope.get("path", ""),
+                        "route": route,
+                        "status": status,
+                        "duration_ms": round(seconds * 1000, 3),
+                        "account_id": context.account_id,
+                        "request_id": context.request_id,
+                    },
+                    separators=(",", ":"),
+                )
+            )
+
+    app.asgi_handler = cast(Any, handler)
+
+
+@get(
+    METRICS_PATH,
+    opt={"public": True},  # app.PUBLIC_OPT: no token
+    include_in_schema=False,
+    sync_to_thread=False,
+    media_type="text/plain; version=0.0.4; charset=utf-8",
+)
+def metrics_endpoint(request: Request[Any, Any, Any]) -> str:
+    """Prometheus metrics of this process; no token (it names routes, never accounts)."""
+    metrics: Metrics = request.app.state.metrics
+    return metrics.render()
+
+
+__all__ = [
+    "METRICS_PATH",
+    "Metrics",
+    "RequestContext",
+    "metrics_endpoint",
+    "observe",
+    "request_context",
+    "request_id_of",
+]

@@ -1,0 +1,89 @@
+"""Requests per token (SPEC 8: over the limit is 429), counted after authentication.
+
+The budget is `AIROI_RATE_LIMIT` (for example 600/minute) per token, keyed by the
+token's hash, never the token itself (SEMANTICS R15). It lives in this process's
+memory, or in Redis when `AIROI_REDIS_URL` is set, so that several workers share
+one budget. A fixed window starting at a token's first request in it: one counter
+and one expiry per token, a single round trip to Redis.
+
+When Redis cannot be reached the request is served without counting (and
+without rate-limit headers) and a warning is logged: a read-only service stays
+up rather than refuse everyone because its counter store is away.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+from limits import RateLimitItem, parse
+from limits.errors import StorageError
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter
+
+NAMESPACE = "airoi:token"
+# A counter store that does not answer at once is treated as away.
+_REDIS_TIMEOUT_SECONDS = 0.5
+
+logger = logging.getLogger("airoi.ratelimit")
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A token's budget after counting one request."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_at: float  # epoch seconds when the window ends
+
+    def seconds_to_reset(self, now: float | None = None) -> int:
+        return max(1, math.ceil(self.reset_at - (time.time() if now is None else now)))
+
+    def headers(self, now: float | None = None) -> dict[str, str]:
+        """IETF draft `RateLimit-*` (Reset in seconds from now) and the older `X-RateLimit-*`
+        (Reset as an epoch second, as GitHub and most clients read it)."""
+        remaining = str(max(0, self.remaining))
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": remaining,
+            "RateLimit-Reset": str(self.seconds_to_reset(now)),
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": remaining,
+            "X-RateLimit-Reset": str(math.ceil(self.reset_at)),
+        }
+
+
+class RateLimiter:
+    def __init__(self, rate: str, redis_url: str | None = None) -> None:
+        self.item: RateLimitItem = parse(rate)
+        if redis_url:
+            storage = storage_from_string(
+                redis_url,
+                wrap_exceptions=True,
+                socket_connect_timeout=_REDIS_TIMEOUT_SECONDS,
+                socket_timeout=_REDIS_TIMEOUT_SECONDS,
+            )
+        else:
+            storage = storage_from_string("memory://")
+        self.strategy = FixedWindowRateLimiter(storage)
+
+    def hit(self, token_hash: str) -> Standing | None:
+        """Count one request of the token; None when the counter store cannot be reached."""
+        try:
+            allowed = self.strategy.hit(self.item, NAMESPACE, token_hash)
+            stats = self.strategy.get_window_stats(self.item, NAMESPACE, token_hash)
+        except StorageError as exc:
+            logger.warning(
+                "rate limit store unreachable, request not counted: %s",
+                type(exc.storage_error).__name__,
+            )
+            return None
+        return Standing(
+            allowed=allowed,
+            limit=self.item.amount,
+            remaining=stats.remaining,
+            reset_at=stats.reset_time,
+        )

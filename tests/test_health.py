@@ -1,0 +1,222 @@
+"""Liveness, readiness and database faults: 503 with the SPEC 7 body, then recovery.
+
+/healthz and /readyz sit outside /api/v1, need no token and are not in its
+description (SPEC 9: the description lists the API's endpoints). A database that
+is away or too slow is answered 503 with Retry-After and no traceback, and the
+service answers again by itself once the database is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+from sqlalchemy import Connection, text
+from sqlalchemy.engine import make_url
+
+import airoi.app
+from airoi.app import create_app
+from airoi.auth import Principal
+from airoi.settings import DEFAULT_STATEMENT_TIMEOUT_MS, Settings
+from tests.conftest import bearer
+from tests.factories import BundleBuilder
+
+Client = TestClient[Litestar]
+
+
+def assert_503(response: Any) -> str:
+    assert response.status_code == 503
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"status", "message", "request_id"}
+    assert body["error"]["status"] == 503
+    assert int(response.headers["retry-after"]) >= 1
+    assert "Traceback" not in response.text
+    return str(body["error"]["message"])
+
+
+@pytest.fixture
+def app_client() -> Iterator[Any]:
+    apps: list[tuple[Litestar, Client]] = []
+
+    def make(settings: Settings) -> Client:
+        app = create_app(settings)
+        client = TestClient(app).__enter__()
+        apps.append((app, client))
+        return client
+
+    yield make
+    for app, client in apps:
+        client.__exit__(None, None, None)
+        app.state.engine.dispose()
+
+
+def test_healthz_and_readyz_need_no_token(db_url: str, app_client: Any) -> None:
+    client = app_client(Settings(database_url=db_url))
+    for path, status in (("/healthz", "alive"), ("/readyz", "ready")):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert response.json() == {"status": status}
+        assert "ratelimit-limit" not in response.headers
+    document = client.get("/api/v1/openapi.json").json()
+    assert not {"/healthz", "/readyz", "/metrics"} & set(document["paths"])
+
+
+def test_a_database_that_cannot_be_reached_is_503(
+    app_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Port 9 (discard) on loopback: nothing listens, so the connection is refused.
+    client = app_client(Settings(database_url="postgresql+psycopg://airoi@127.0.0.1:9/none"))
+    assert client.get("/healthz").status_code == 200  # alive without the database
+    assert_503(client.get("/readyz"))
+    message = assert_503(client.get("/api/v1/initiatives", headers=bearer("airoi_" + "x" * 43)))
+    assert "database" in message
+    assert not [r for r in caplog.records if r.exc_info], "a fault of the database is no traceback"
+
+
+def test_a_sqlite_store_that_cannot_be_opened_is_503(tmp_path: Any, app_client: Any) -> None:
+    client = app_client(Settings(database_url=f"sqlite:///{tmp_path}/no/such/dir/airoi.db"))
+    assert client.get("/healthz").status_code == 200
+    assert_503(client.get("/readyz"))
+    assert_503(client.get("/api/v1/roi", headers=bearer("airoi_" + "x" * 43)))
+
+
+class TcpProxy:
+    """A loopback port forwarding to the real PostgreSQL server, that can go away and return."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = 0
+        self._listener: socket.socket | None = None
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen()
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def stop(self) -> None:
+        """Close the port and every forwarded connection, as a server going down would."""
+        with self._lock:
+            closing, self._sockets = self._sockets, []
+        if self._listener is not None:
+            # Shut down first: a plain close leaves a thread blocked in accept() listening on.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        for sock in closing:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            with self._lock:
+                self._sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.mark.postgresql
+def test_the_service_recovers_when_the_database_returns(
+    postgresql_url: str, app_client: Any
+) -> None:
+    from airoi.db.engine import make_engine
+
+    writer = make_engine(postgresql_url)
+    b = BundleBuilder()
+    token = b.token(b.user(b.account(name="Recovery"), role="owner"))
+    b.load(writer)
+    real = make_url(postgresql_url)
+    proxy = TcpProxy((real.host or "127.0.0.1", real.port or 5432))
+    proxy.start()
+    try:
+        url = real.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        client = app_client(Settings(database_url=url))
+        assert client.get("/readyz").status_code == 200
+        assert client.get("/api/v1/initiatives", headers=bearer(token)).status_code == 200
+
+        proxy.stop()  # the database goes away, pooled connections and all
+        assert_503(client.get("/api/v1/initiatives", headers=bearer(token)))
+        assert_503(client.get("/readyz"))
+        assert client.get("/healthz").status_code == 200
+
+        proxy.start()  # back on the same port: no restart of the service
+        assert client.get("/readyz").status_code == 200
+        assert client.get("/api/v1/initiatives", headers=bearer(token)).status_code == 200
+    finally:
+        proxy.stop()
+        writer.dispose()
+
+
+def slow_query(conn: Connection) -> None:
+    """A statement that runs for half a minute unless the statement timeout cuts it."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_sleep(30)"))
+    else:
+        conn.execute(
+            text(
+                "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n "
+                "WHERE x < 3000000000) SELECT count(*) FROM n"
+            )
+        )
+
+
+def test_a_slow_query_is_cut_and_answered_503(
+    db_url: str, engine: Any, app_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = BundleBuilder()
+    token = b.token(b.user(b.account(), role="owner"))
+    b.load(engine)
+    client = app_client(Settings(database_url=db_url, statement_timeout_ms=100))
+    real_authenticate = airoi.app.authenticate
+
+    def slow_authenticate(conn: Connection, authorization: str | None) -> Principal:
+        slow_query(conn)
+        return real_authenticate(conn, authorization)
+
+    monkeypatch.setattr(airoi.app, "authenticate", slow_authenticate)
+    message = assert_503(client.get("/api/v1/initiatives", headers=bearer(token)))
+    assert "longer than the service allows" in message
+    monkeypatch.setattr(airoi.app, "authenticate", real_authenticate)
+    # The connection the timeout cut is usable again (or replaced): the next request reads.
+    for _ in range(3):
+        assert client.get("/api/v1/initiatives", headers=bearer(token)).status_code == 200
+
+
+def test_statement_timeout_setting() -> None:
+    assert Settings.from_env({}).statement_timeout_ms == DEFAULT_STATEMENT_TIMEOUT_MS == 5000
+    env = {"AIROI_STATEMENT_TIMEOUT_MS": "250"}
+    assert Settings.from_env(env).statement_timeout_ms == 250
+    for bad in ("0", "-5", "5s"):
+        with pytest.raises(ValueError, match="AIROI_STATEMENT_TIMEOUT_MS"):
+            Settings.from_env({"AIROI_STATEMENT_TIMEOUT_MS": bad})

@@ -1,0 +1,168 @@
+"""X-Request-Id, the error body's request_id, one access-log line per request, /metrics.
+
+The log line never holds a query value, a token, an e-mail address or a credential
+(SEMANTICS R15); the error body keeps SPEC 7's status and message and adds request_id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+from sqlalchemy import Engine
+
+from airoi.app import create_app
+from airoi.settings import Settings
+from tests.conftest import bearer
+from tests.factories import BundleBuilder
+
+Client = TestClient[Litestar]
+LOG_KEYS = {"method", "path", "route", "status", "duration_ms", "account_id", "request_id"}
+
+
+@dataclass
+class Seeded:
+    token: str
+    account_id: int
+    initiative_id: int
+    email: str
+
+
+@pytest.fixture
+def seeded(engine: Engine) -> Seeded:
+    b = BundleBuilder()
+    acct = b.account()
+    email = "grace.hopper@example.org"
+    token = b.token(b.user(acct, role="owner", name="Grace", email=email))
+    initiative = b.initiative(acct)
+    b.load(engine)
+    return Seeded(token=token, account_id=acct, initiative_id=initiative, email=email)
+
+
+@pytest.fixture
+def served(db_url: str) -> Iterator[Client]:
+    app = create_app(Settings(database_url=db_url, allowed_hosts=("testserver.local",)))
+    with TestClient(app) as client:
+        yield client
+    app.state.engine.dispose()
+
+
+def access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, object]]:
+    return [json.loads(r.getMessage()) for r in caplog.records if r.name == "airoi.access"]
+
+
+def test_every_response_carries_a_request_id(served: Client, seeded: Seeded) -> None:
+    responses = [
+        served.get("/api/v1/initiatives", headers=bearer(seeded.token)),  # 200
+        served.get("/api/v1/initiatives"),  # 401
+        served.get("/api/v1/initiatives?bogus=1", headers=bearer(seeded.token)),  # 400
+        served.get("/api/v1/no_such_route"),  # 404
+        served.post("/api/v1/initiatives"),  # 405
+        served.head("/api/v1/initiatives", headers=bearer(seeded.token)),
+        served.get("/healthz"),
+        served.get("/metrics"),
+        served.get("/api/v1/openapi.json"),
+        served.post("/mcp", json={}, headers=bearer(seeded.token)),
+    ]
+    ids = [r.headers.get("x-request-id") for r in responses]
+    assert all(ids), ids
+    assert len(set(ids)) == len(ids)
+    for response in responses:
+        if response.status_code >= 400 and response.request.url.path.startswith("/api/"):
+            assert response.json()["error"]["request_id"] == response.headers["x-request-id"]
+
+
+def test_a_sane_client_request_id_is_echoed_and_another_replaced(
+    served: Client, seeded: Seeded
+) -> None:
+    sent = "req-2026.11.23:abc_DEF-42"
+    response = served.get("/api/v1/roi", headers={**bearer(seeded.token), "X-Request-Id": sent})
+    assert response.headers["x-request-id"] == sent
+    response = served.get("/api/v1/roi", headers={"X-Request-Id": sent})
+    assert response.json()["error"]["request_id"] == sent
+    for insane in ("x" * 129, "has space", "<script>", "-leading-dash", ""):
+        response = served.get("/healthz", headers={"X-Request-Id": insane})
+        returned = response.headers["x-request-id"]
+        assert returned != insane
+        assert re.fullmatch(r"[0-9a-f]{32}", returned)
+
+
+def test_one_access_line_per_request_without_secrets(
+    served: Client, seeded: Seeded, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="airoi")
+    query_values = ["2026-01-02T03:04:05Z", "417", "secret-looking-cursor-value"]
+    served.get(
+        "/api/v1/initiatives",
+        params={"updated_since": query_values[0], "limit": query_values[1]},
+        headers={**bearer(seeded.token), "X-Request-Id": "trace-1"},
+    )
+    served.get(
+        "/api/v1/cost_entries",
+        params={"cursor": query_values[2]},
+        headers=bearer(seeded.token),
+    )
+    served.get(f"/api/v1/initiatives/{seeded.initiative_id}", headers=bearer(seeded.token))
+    served.get("/api/v1/initiatives", params={"limit": "9"}, headers=bearer("airoi_" + "z" * 43))
+    lines = access_lines(caplog)
+    assert len(lines) == 4
+    for line in lines:
+        assert set(line) == LOG_KEYS
+        assert isinstance(line["duration_ms"], float | int) and line["duration_ms"] >= 0
+        assert "?" not in str(line["path"])
+    first, second, third, fourth = lines
+    assert first == {
+        **first,
+        "method": "GET",
+        "path": "/api/v1/initiatives",
+        "route": "/api/v1/initiatives",
+        "status": 200,
+        "account_id": seeded.account_id,
+        "request_id": "trace-1",
+    }
+    assert second["status"] == 400 and second["account_id"] == seeded.account_id
+    assert third["route"] == "/api/v1/initiatives/{id}"
+    assert fourth["status"] == 401 and fourth["account_id"] is None
+    # SEMANTICS R15: nothing the client sent as a secret or a value, nor a person's e-mail,
+    # reaches any airoi log line.
+    airoi_text = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("airoi"))
+    for forbidden in [
+        seeded.token,
+        seeded.token.removeprefix("airoi_"),
+        "z" * 43,
+        seeded.email,
+        *query_values,
+    ]:
+        assert forbidden not in airoi_text, forbidden
+
+
+def test_metrics_count_requests_by_route_template_and_status(
+    served: Client, seeded: Seeded
+) -> None:
+    for _ in range(2):
+        served.get(f"/api/v1/initiatives/{seeded.initiative_id}", headers=bearer(seeded.token))
+    served.get("/api/v1/initiatives/999999", headers=bearer(seeded.token))
+    served.get("/api/v1/metrics")
+    served.get("/no/such/place")
+    response = served.get("/metrics")  # no token
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert "# TYPE airoi_http_requests_total counter" in text
+    assert "# TYPE airoi_http_request_duration_seconds histogram" in text
+    by_id = 'method="GET",route="/api/v1/initiatives/{id}"'
+    assert f'airoi_http_requests_total{{{by_id},status="200"}} 2' in text
+    assert f'airoi_http_requests_total{{{by_id},status="404"}} 1' in text
+    assert 'airoi_http_requests_total{method="GET",route="/api/v1/metrics",status="401"} 1' in text
+    assert 'airoi_http_requests_total{method="GET",route="unmatched",status="404"} 1' in text
+    assert f'airoi_http_request_duration_seconds_count{{{by_id},status="200"}} 2' in text
+    assert f'airoi_http_request_duration_seconds_bucket{{{by_id},status="200",le="+Inf"}} 2' in text
+    # Ids stay out of the labels: one series per route template, not per record.
+    assert f"/api/v1/initiatives/{seeded.initiative_id}" not in text
+    assert "/no/such/place" not in text

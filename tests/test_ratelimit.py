@@ -1,0 +1,200 @@
+"""Requests per token (SPEC 7: 429; SPEC 8: over the rate limit is 429), counted after auth.
+
+The budget is per token, keyed by the token's hash (SEMANTICS R15: no token text is
+stored), counted only once the token is good (SEMANTICS R29: a 401 stays 401), shared
+by the tool endpoint, and shared by every worker through Redis when it is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+import redis
+from litestar import Litestar
+from litestar.testing import TestClient
+from sqlalchemy import Engine
+
+from airoi.app import create_app
+from airoi.auth import issue_token
+from airoi.settings import Settings
+from airoi.tokens import hash_token
+from tests.conftest import bearer
+from tests.factories import BundleBuilder
+
+Client = TestClient[Litestar]
+HEADERS = (
+    "ratelimit-limit",
+    "ratelimit-remaining",
+    "ratelimit-reset",
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+)
+# An hour, so a window never ends inside a test.
+THREE_AN_HOUR = "3/hour"
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+@pytest.fixture
+def tokens(engine: Engine) -> dict[str, str]:
+    b = BundleBuilder()
+    acct = b.account()
+    owner = b.user(acct, role="owner")
+    no_api = b.account(name="No API", api_access=False)
+    secrets = {
+        "first": b.token(owner),
+        "second": b.token(owner),
+        "no_api": b.token(b.user(no_api, role="owner")),
+    }
+    b.load(engine)
+    return secrets
+
+
+@pytest.fixture
+def clients(db_url: str) -> Iterator[ExitStack]:
+    with ExitStack() as stack:
+        yield stack
+
+
+def client_of(stack: ExitStack, settings: Settings) -> Client:
+    app = create_app(settings)
+    stack.callback(app.state.engine.dispose)
+    return stack.enter_context(TestClient(app))
+
+
+def assert_spec_429(response: object) -> None:
+    assert response.status_code == 429  # type: ignore[attr-defined]
+    body = response.json()  # type: ignore[attr-defined]
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"status", "message", "request_id"}
+    assert body["error"]["status"] == 429
+    assert body["error"]["message"].endswith(".")
+    assert int(response.headers["retry-after"]) >= 1  # type: ignore[attr-defined]
+
+
+def test_over_the_limit_is_429_with_headers(
+    db_url: str, tokens: dict[str, str], clients: ExitStack
+) -> None:
+    client = client_of(clients, Settings(database_url=db_url, rate_limit=THREE_AN_HOUR))
+    for remaining in (2, 1, 0):
+        response = client.get("/api/v1/initiatives", headers=bearer(tokens["first"]))
+        assert response.status_code == 200
+        for name in HEADERS:
+            assert name in response.headers, name
+        assert response.headers["ratelimit-limit"] == "3"
+        assert response.headers["x-ratelimit-limit"] == "3"
+        assert response.headers["ratelimit-remaining"] == str(remaining)
+        assert response.headers["x-ratelimit-remaining"] == str(remaining)
+        assert 1 <= int(response.headers["ratelimit-reset"]) <= 3600
+    response = client.get("/api/v1/initiatives", headers=bearer(tokens["first"]))
+    assert_spec_429(response)
+    assert response.headers["ratelimit-remaining"] == "0"
+    assert int(response.headers["retry-after"]) <= 3600
+    # The budget is the token's: another token of the same user still reads.
+    assert client.get("/api/v1/metrics", headers=bearer(tokens["second"])).status_code == 200
+
+
+def test_unauthenticated_requests_are_not_counted(
+    db_url: str, tokens: dict[str, str], clients: ExitStack
+) -> None:
+    # SEMANTICS R29, R30: 401 and 403 are decided first and never turn into 429.
+    client = client_of(clients, Settings(database_url=db_url, rate_limit=THREE_AN_HOUR))
+    for _ in range(5):
+        response = client.get("/api/v1/initiatives", headers=bearer("airoi_" + "x" * 43))
+        assert response.status_code == 401
+        assert "ratelimit-limit" not in response.headers
+        assert client.get("/api/v1/initiatives").status_code == 401
+        assert client.get("/api/v1/roi", headers=bearer(tokens["no_api"])).status_code == 403
+    for _ in range(3):
+        response = client.get("/api/v1/initiatives", headers=bearer(tokens["first"]))
+        assert response.status_code == 200
+    assert_spec_429(client.get("/api/v1/initiatives", headers=bearer(tokens["first"])))
+    assert client.get("/api/v1/initiatives").status_code == 401
+
+
+def test_the_tool_endpoint_counts_against_the_same_budget(
+    db_url: str, tokens: dict[str, str], clients: ExitStack
+) -> None:
+    # SPEC 5.2: one token for both interfaces, so one budget.
+    settings = Settings(
+        database_url=db_url, rate_limit=THREE_AN_HOUR, allowed_hosts=("testserver.local",)
+    )
+    client = client_of(clients, settings)
+    mcp_headers = {"Accept": "application/json, text/event-stream", **bearer(tokens["first"])}
+    assert client.get("/api/v1/initiatives", headers=bearer(tokens["first"])).status_code == 200
+    response = client.post("/mcp", json=MCP_INITIALIZE, headers=mcp_headers)
+    assert response.status_code == 200
+    assert response.headers["ratelimit-remaining"] == "1"
+    assert client.get("/api/v1/roi", headers=bearer(tokens["first"])).status_code == 200
+    assert_spec_429(client.post("/mcp", json=MCP_INITIALIZE, headers=mcp_headers))
+    assert_spec_429(client.get("/api/v1/roi", headers=bearer(tokens["first"])))
+
+
+def test_workers_share_one_budget_through_redis(
+    db_url: str, engine: Engine, clients: ExitStack, redis_url: str
+) -> None:
+    b = BundleBuilder()
+    owner = b.user(b.account(), role="owner")
+    b.load(engine)
+    # Two app instances stand for two `airoi serve` workers: AIROI_REDIS_URL joins their counts.
+    settings = Settings(database_url=db_url, rate_limit=THREE_AN_HOUR, redis_url=redis_url)
+    one, two = client_of(clients, settings), client_of(clients, settings)
+    # A freshly issued random token: the factory's repeat from run to run, and Redis outlives runs.
+    token = issue_token(engine, owner).secret
+    store = redis.Redis.from_url(redis_url)
+    assert (
+        one.get("/api/v1/initiatives", headers=bearer(token)).headers["ratelimit-remaining"] == "2"
+    )
+    assert (
+        two.get("/api/v1/initiatives", headers=bearer(token)).headers["ratelimit-remaining"] == "1"
+    )
+    assert (
+        one.get("/api/v1/initiatives", headers=bearer(token)).headers["ratelimit-remaining"] == "0"
+    )
+    assert_spec_429(two.get("/api/v1/initiatives", headers=bearer(token)))
+    assert_spec_429(one.get("/api/v1/initiatives", headers=bearer(token)))
+    # SEMANTICS R15: the counter is keyed by the token's hash, never by the token.
+    keys = [k.decode() for k in store.keys("*")]
+    assert any(hash_token(token) in key for key in keys)
+    assert not any(token in key or token.removeprefix("airoi_") in key for key in keys)
+
+
+def test_without_redis_every_worker_counts_alone(
+    db_url: str, tokens: dict[str, str], clients: ExitStack
+) -> None:
+    # The contrast to the test above: in memory, each process has its own budget.
+    settings = Settings(database_url=db_url, rate_limit=THREE_AN_HOUR)
+    one, two = client_of(clients, settings), client_of(clients, settings)
+    for client in (one, two):
+        response = client.get("/api/v1/initiatives", headers=bearer(tokens["first"]))
+        assert response.headers["ratelimit-remaining"] == "2"
+
+
+def test_an_unreachable_redis_lets_requests_through_uncounted(
+    db_url: str, tokens: dict[str, str], clients: ExitStack
+) -> None:
+    # A decision of ours (SPEC is silent): a read-only service stays up while its counter
+    # store is away, and says so in the log; it sends no rate-limit headers it cannot back.
+    settings = Settings(database_url=db_url, rate_limit="1/hour", redis_url="redis://127.0.0.1:9/0")
+    client = client_of(clients, settings)
+    for _ in range(2):
+        response = client.get("/api/v1/initiatives", headers=bearer(tokens["first"]))
+        assert response.status_code == 200
+        assert "ratelimit-limit" not in response.headers
+
+
+def test_rate_limit_setting_is_checked() -> None:
+    assert Settings.from_env({"AIROI_RATE_LIMIT": "10/second"}).rate_limit == "10/second"
+    with pytest.raises(ValueError, match="AIROI_RATE_LIMIT"):
+        Settings.from_env({"AIROI_RATE_LIMIT": "lots"})
