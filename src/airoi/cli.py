@@ -278,9 +278,7 @@ def pull(
     )
     started = time.perf_counter()
     with Client(base_url, token) as client, Progress(*columns, console=err) as progress:
-        tasks = {
-            r.name: progress.add_task(r.name, total=None, state="") for r in RESOURCES
-        }
+        tasks = {r.name: progress.add_task(r.name, total=None, state="") for r in RESOURCES}
 
         def advance(name: str, rows: int, done: bool) -> None:
             progress.update(tasks[name], advance=rows)
