@@ -6,6 +6,7 @@ existence (404).
 """
 
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Iterable
@@ -62,6 +63,8 @@ API_PREFIX = "/api/v1"
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 PUBLIC_OPT = "public"
 QUERY_NAMES_OPT = "declared_query_names"
+INTEGER_NAMES_OPT = "integer_query_names"
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     roi.get_roi,
@@ -193,6 +196,17 @@ def declared_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
     return frozenset(names)
 
 
+def integer_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
+    """The declared query names typed int (or int | None); bool, a subclass of int, is not."""
+    names = set()
+    for name, param in handler.parsed_fn_signature.parameters.items():
+        types = param.inner_types if param.is_union else (param,)
+        if any(t.is_subclass_of(int) and not t.is_subclass_of(bool) for t in types):
+            kwarg = param.kwarg_definition
+            names.add(kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name)
+    return frozenset(names) & declared_query_names(handler)
+
+
 def _path_params(path: str) -> Iterable[str]:
     for part in path.split("/"):
         if part.startswith("{") and part.endswith("}"):
@@ -206,8 +220,11 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
     allowed = handler.opt.get(QUERY_NAMES_OPT)
     if allowed is None:  # read from the signature once per registered handler
         allowed = handler.opt[QUERY_NAMES_OPT] = declared_query_names(handler)
+    integers = handler.opt.get(INTEGER_NAMES_OPT)
+    if integers is None:
+        integers = handler.opt[INTEGER_NAMES_OPT] = integer_query_names(handler)
     seen: set[str] = set()
-    for name, _ in request.query_params.multi_items():
+    for name, value in request.query_params.multi_items():
         if name not in allowed:
             known = ", ".join(sorted(allowed)) or "none"
             raise ApiError(
@@ -215,6 +232,13 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
             )
         if name in seen:
             raise ApiError(400, f"The {name} parameter is given more than once.")
+        # PostgreSQL text cannot hold NUL, so a filter carrying one failed there (a 500).
+        if "\x00" in value:
+            raise ApiError(400, f"The {name} parameter must not contain a NUL character.")
+        # SEMANTICS R12: an integer is written in digits; 1e3, 5.0 or a full-width 5 is refused
+        # rather than read as a number by the lenient conversion underneath.
+        if name in integers and not WHOLE_NUMBER.fullmatch(value):
+            raise ApiError(400, f"The {name} parameter must be a whole number written in digits.")
         seen.add(name)
 
 

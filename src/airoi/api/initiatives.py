@@ -154,7 +154,13 @@ def list_initiatives(
 
 def parse_id(value: str) -> int:
     """Path ids are routed as text so that `/initiatives/abc` is a 400, not a missing route."""
-    if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= MAX_ID:
+    # The length check first: int() refuses more than 4300 digits with a ValueError (a 500).
+    if (
+        not value.isascii()
+        or not value.isdigit()
+        or len(value) > len(str(MAX_ID))
+        or not 1 <= int(value) <= MAX_ID
+    ):
         raise bad_parameter(f"The id must be a whole number from 1 to {MAX_ID}.")
     return int(value)
 
