@@ -6,9 +6,6 @@ reading the store that the `db_url` fixture empties per test, with today fixed.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -16,43 +13,17 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from sqlalchemy import Engine
 
-from airoi.app import create_app
 from airoi.client import Client
 from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
+from tests.servers import RunningServer
 
 TODAY = date(2026, 6, 15)
 FIRST_LOAD = datetime(2026, 6, 1, 9, 0)
 LATER = datetime(2026, 6, 10, 9, 0)
-
-
-class RunningServer:
-    def __init__(self, db_url: str) -> None:
-        self.app = create_app(Settings(database_url=db_url, today=TODAY))
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 15
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
-        self.sock.close()
-        self.app.state.engine.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +38,7 @@ def _api_servers() -> Iterator[dict[str, RunningServer]]:
 def base_url(db_url: str, _api_servers: dict[str, RunningServer]) -> str:
     """The /api/v1 address of the running app reading the store of `db_url`."""
     if db_url not in _api_servers:
-        _api_servers[db_url] = RunningServer(db_url)
+        _api_servers[db_url] = RunningServer(Settings(database_url=db_url, today=TODAY))
     return f"http://127.0.0.1:{_api_servers[db_url].port}/api/v1"
 
 

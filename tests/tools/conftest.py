@@ -8,9 +8,6 @@ windows and budgets are reproducible (SEMANTICS R1).
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -19,53 +16,21 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Tool
 from sqlalchemy import Engine
 
-from airoi.app import create_app
 from airoi.settings import Settings
 from tests.conftest import bearer
+from tests.servers import RunningServer
 from tests.tools.world import World, build_world
 
 TODAY = date(2026, 6, 15)
 APP_URL = "https://roi.example.com"
 
 T = TypeVar("T")
-
-
-class RunningServer:
-    """The app under uvicorn in a thread, on a port the OS chose."""
-
-    def __init__(self, db_url: str) -> None:
-        self.app = create_app(Settings(database_url=db_url, today=TODAY, app_url=APP_URL))
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 15
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
-        self.sock.close()
-        self.app.state.engine.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -155,7 +120,9 @@ def as_json(value: Any) -> str:
 def served(db_url: str, _servers: dict[str, RunningServer]) -> Served:
     """The running app reading the (empty, migrated) store of `db_url`."""
     if db_url not in _servers:
-        _servers[db_url] = RunningServer(db_url)
+        _servers[db_url] = RunningServer(
+            Settings(database_url=db_url, today=TODAY, app_url=APP_URL)
+        )
     return Served(_servers[db_url].base_url)
 
 
