@@ -8,7 +8,7 @@ entries aggregated by (month, category), converted into the row's currency
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from fractions import Fraction
 from typing import Final
@@ -154,6 +154,35 @@ def _total(sums: Mapping[date, int], first: date | None = None, last: date | Non
     )
 
 
+def _nothing_begun(*, budgeted: bool, status: str, revision_pending: bool) -> BudgetFigures:
+    """A row on which no budget has begun: every amount 0, nothing current (R25)."""
+    return BudgetFigures(
+        budgeted=budgeted,
+        status=status,
+        over_parts=[],
+        capex_budget_cents=0,
+        capex_actual_cents=0,
+        capex_remaining_cents=0,
+        opex_budget_to_date_cents=0,
+        opex_actual_cents=0,
+        budget_monthly_run_rate_cents=0,
+        actual_monthly_run_rate_cents=None,
+        budget_to_date_cents=0,
+        actual_to_date_cents=0,
+        variance_cents=0,
+        used_ratio=None,
+        spent_before_budget_cents=0,
+        opex_budget_fiscal_year_cents=0,
+        opex_budget_fiscal_ytd_cents=0,
+        opex_actual_fiscal_ytd_cents=0,
+        budget_started_on=None,
+        revised=False,
+        version_count=0,
+        revision_pending=revision_pending,
+        current_version=None,
+    )
+
+
 def budget_figures(
     versions: Sequence[BudgetVersion],
     costs: Mapping[tuple[date, str], int],
@@ -175,31 +204,7 @@ def budget_figures(
     version_count = len(approved)
 
     if not approved:  # SEMANTICS R25: nothing to compare against; every amount is 0
-        return BudgetFigures(
-            budgeted=False,
-            status="no_budget",
-            over_parts=[],
-            capex_budget_cents=0,
-            capex_actual_cents=0,
-            capex_remaining_cents=0,
-            opex_budget_to_date_cents=0,
-            opex_actual_cents=0,
-            budget_monthly_run_rate_cents=0,
-            actual_monthly_run_rate_cents=None,
-            budget_to_date_cents=0,
-            actual_to_date_cents=0,
-            variance_cents=0,
-            used_ratio=None,
-            spent_before_budget_cents=0,
-            opex_budget_fiscal_year_cents=0,
-            opex_budget_fiscal_ytd_cents=0,
-            opex_actual_fiscal_ytd_cents=0,
-            budget_started_on=None,
-            revised=False,
-            version_count=0,
-            revision_pending=revision_pending,
-            current_version=None,
-        )
+        return _nothing_begun(budgeted=False, status="no_budget", revision_pending=revision_pending)
 
     plan = _Plan(approved)
     spend = _costs_by_month(costs, cur)
@@ -212,21 +217,8 @@ def budget_figures(
     opex_actual_fiscal_ytd = _total(spend["opex"], first=fy_first)
 
     if start > cur:  # SEMANTICS R18, R25: scheduled; nothing has begun
-        return BudgetFigures(
-            budgeted=True,
-            status="scheduled",
-            over_parts=[],
-            capex_budget_cents=0,
-            capex_actual_cents=0,
-            capex_remaining_cents=0,
-            opex_budget_to_date_cents=0,
-            opex_actual_cents=0,
-            budget_monthly_run_rate_cents=0,
-            actual_monthly_run_rate_cents=None,
-            budget_to_date_cents=0,
-            actual_to_date_cents=0,
-            variance_cents=0,
-            used_ratio=None,
+        return replace(
+            _nothing_begun(budgeted=True, status="scheduled", revision_pending=revision_pending),
             spent_before_budget_cents=_total(spend["capex"]) + _total(spend["opex"]),
             opex_budget_fiscal_year_cents=opex_budget_fiscal_year,
             opex_budget_fiscal_ytd_cents=opex_budget_fiscal_ytd,
@@ -234,8 +226,7 @@ def budget_figures(
             budget_started_on=start,
             revised=version_count > 1,
             version_count=version_count,
-            revision_pending=revision_pending,
-            current_version=None,  # SEMANTICS R19: null when scheduled
+            # SEMANTICS R19: current_version stays null when scheduled.
         )
 
     budget_months = months_between(start, cur)
