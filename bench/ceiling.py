@@ -56,7 +56,7 @@ from sqlalchemy.engine import make_url
 
 from airoi.db.tables import cost_entries
 from airoi.listing import Position, encode_cursor
-from bench.common import free_port, load, scratch_databases
+from bench.common import free_port, load, schema_head, scratch_databases
 from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, write_bundle
 
 LIMITS = (100, 500)
@@ -138,7 +138,7 @@ class Raw:
         if has_more:
             last = rows[-1]
             position = (last[19], last[0])
-            updated = datetime.fromisoformat(last[19]) if self.sqlite else last[19]
+            updated = _sqlite_instant(last[19]) if self.sqlite else last[19]
             next_cursor = encode_cursor("cost_entries", Position(updated, last[0]))
         body = orjson.dumps(
             {"data": data, "page": {"has_more": has_more, "next_cursor": next_cursor}}
@@ -156,7 +156,7 @@ class Raw:
         return updated, row_id
 
     def cursor_for(self, position: tuple[Any, int]) -> str:
-        updated = datetime.fromisoformat(position[0]) if self.sqlite else position[0]
+        updated = _sqlite_instant(position[0]) if self.sqlite else position[0]
         return encode_cursor("cost_entries", Position(updated, position[1]))
 
     def close(self) -> None:
@@ -173,8 +173,12 @@ assert COLUMNS[:20] == [
 
 
 def _sqlite_stamp(value: str) -> str:
-    # SQLAlchemy stores 'YYYY-MM-DD HH:MM:SS.ffffff'; the API serves '...THH:MM:SS.mmmZ'.
-    return f"{value[:10]}T{value[11:23]}Z"
+    # SQLite keeps a datetime as the text the API serves ('...THH:MM:SS.mmmZ'): nothing to do.
+    return value
+
+
+def _sqlite_instant(value: str) -> datetime:
+    return datetime.fromisoformat(value.removesuffix("Z"))
 
 
 def _pg_stamp(value: datetime) -> str:
@@ -591,7 +595,12 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     bundle = work / "bundle.json"
     stamp = work / "loaded.json"
-    wanted = {"cost_entries": args.cost_entries, "initiatives": args.initiatives}
+    # A file loaded by an older schema (SQLite's datetime text changed in 0002) is not reused.
+    wanted = {
+        "cost_entries": args.cost_entries,
+        "initiatives": args.initiatives,
+        "schema": schema_head(),
+    }
     reuse = stamp.exists() and json.loads(stamp.read_text()) == wanted
     if not reuse:
         (work / "bench.db").unlink(missing_ok=True)

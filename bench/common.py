@@ -25,6 +25,18 @@ from bench.make_bundle import BENCH_TOKEN
 WARM_UP = 5
 
 
+def schema_head() -> str:
+    """The schema revision this checkout migrates to (a reused scratch file must match it)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from airoi.db.migrate import MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return str(ScriptDirectory.from_config(config).get_current_head())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -254,7 +254,8 @@ def test_a_token_differing_in_its_last_character_is_401(client: Client, token: s
 def test_tokens_are_looked_up_by_hash_never_compared() -> None:
     # SEMANTICS R29: the secret is hashed and the hash looked up; no string comparison of it.
     auth = (SRC / "auth.py").read_text()
-    assert re.search(r"tokens\.c\.token_hash\s*==\s*hash_token\(secret\)", auth)
+    assert re.search(r"tokens\.c\.token_hash\s*==\s*bindparam\(\"token_hash\"\)", auth)
+    assert re.search(r"\{\"token_hash\":\s*hash_token\(secret\)\}", auth)
     comparison = re.compile(r"(==|!=)\s*secret\b|\bsecret\s*(==|!=)")
     offenders = [
         f"{path.relative_to(SRC)}:{n}"

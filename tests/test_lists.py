@@ -201,6 +201,9 @@ def test_initiative_filter(client: Client, world: World, path: str) -> None:
     refused(client, world.token_a, path, 404, initiative_id=world.initiative_b)
     refused(client, world.token_a, path, 404, initiative_id=987654)
     refused(client, world.token_a, path, 400, initiative_id="abc")
+    # SEMANTICS R30: parameters (400) are judged before existence (404), so a cursor this
+    # endpoint never issued is a 400 even beside a foreign initiative.
+    refused(client, world.token_a, path, 400, initiative_id=world.initiative_b, cursor="bogus")
 
 
 def test_derived_fields(client: Client, world: World) -> None:

@@ -27,6 +27,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.params import ParameterKwarg
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
 from airoi import __version__
 from airoi.api import (
@@ -44,6 +45,7 @@ from airoi.api.common import provide_db, provide_principal, provide_today
 from airoi.auth import authenticate, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.db.engine import make_engine
+from airoi.db.migrate import require_current_schema
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.health import database_failure, healthz, readyz
 from airoi.observability import (
@@ -365,4 +367,21 @@ def app_from_env() -> Litestar:
         access_log.addHandler(handler)
         access_log.setLevel(logging.INFO)
         access_log.propagate = False
-    return create_app(Settings.from_env())
+    app = create_app(Settings.from_env())
+    serving_schema_check(app.state.engine)
+    return app
+
+
+def serving_schema_check(engine: Engine) -> None:
+    """Refuse to serve a store of another schema revision: SQLite's datetime text changed in
+    0002, and an older store would be served misread. A store that cannot be reached yet is
+    served 503 until it can (SPEC 7), not refused."""
+    try:
+        require_current_schema(engine)
+    except DBAPIError as exc:
+        if database_failure(exc) is None:
+            raise
+        logging.getLogger("airoi").warning(
+            "the store cannot be reached at start (%s); its schema is not checked",
+            type(exc.orig or exc).__name__,
+        )

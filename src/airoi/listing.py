@@ -11,14 +11,16 @@ import base64
 import binascii
 import hashlib
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 import msgspec
-from sqlalchemy import ColumnElement, Connection, Select, Table, literal, tuple_
+from sqlalchemy import ColumnElement, Connection, Select, Table, bindparam, tuple_, type_coerce
+from sqlalchemy.types import NullType
 
+from airoi.db.types import read_stored_datetime
 from airoi.errors import bad_parameter
 from airoi.timeutil import parse_datetime
 
@@ -94,15 +96,6 @@ def parse_updated_since(value: str | None) -> datetime | None:
         ) from exc
 
 
-def keyset_after(updated_at: Any, row_id: Any, position: Position) -> ColumnElement[bool]:
-    # A row-value comparison, so that SQLite and PostgreSQL both seek the (account_id,
-    # updated_at, id) index to the position: the OR spelling made SQLite scan from the
-    # account's first row, so a page deep in the table cost in proportion to its depth.
-    return tuple_(updated_at, row_id) > tuple_(
-        literal(position.updated_at, type_=updated_at.type), literal(position.id, type_=row_id.type)
-    )
-
-
 @dataclass(frozen=True)
 class Page(Generic[T]):
     rows: Sequence[T]
@@ -114,26 +107,91 @@ class Page(Generic[T]):
         return PageInfo(has_more=self.has_more, next_cursor=self.next_cursor)
 
 
-def fetch_page(
-    conn: Connection,
-    endpoint: str,
-    query: Select[Any],
-    table: Table,
-    *,
-    cursor: str | None,
-    limit: int,
-    build: Callable[[Any], T],
-) -> Page[T]:
-    """Run `query` (already filtered to the account) one page at a time, in keyset order
-    of `table`'s (updated_at, id)."""
-    updated_at, row_id = table.c.updated_at, table.c.id
-    if cursor is not None:
-        query = query.where(keyset_after(updated_at, row_id, decode_cursor(endpoint, cursor)))
-    rows = conn.execute(query.order_by(updated_at, row_id).limit(limit + 1)).all()
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    next_cursor = None
-    if has_more:
-        last = rows[-1]
-        next_cursor = encode_cursor(endpoint, Position(last.updated_at, last.id))
-    return Page([build(row) for row in rows], has_more, next_cursor)
+# A filter naming a parent record checks that the account can see it (SEMANTICS R31: 404).
+ExistenceCheck = Callable[[Connection, int, Any], None]
+
+
+class ListQuery:
+    """One list endpoint's page query: `query` narrowed to the account, with the filters a
+    request uses, in keyset order of `table`'s (updated_at, id).
+
+    `filters` maps a filter's name to its condition; a condition that takes a value reads it
+    from `bindparam(name)`, a flag (such as leaving samples out) takes none. The statement for
+    each combination of filters in use (and with or without a cursor) is built once and kept:
+    a request only binds values. Building it anew each time cost more than running it.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        query: Select[Any],
+        table: Table,
+        filters: Mapping[str, ColumnElement[bool]] | None = None,
+        *,
+        must_exist: Mapping[str, ExistenceCheck] | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.table = table
+        self.filters = dict(filters or {})
+        self.must_exist = dict(must_exist or {})
+        updated_at, row_id = table.c.updated_at, table.c.id
+        # The keyset columns ride last in every row, whatever `query` selects before them
+        # (a Shape serves updated_at as text; the cursor needs the stored value).
+        # Read as the driver gives it (SQLite: text): only the last row's is ever used.
+        self._base = query.where(table.c.account_id == bindparam("account_id")).add_columns(
+            type_coerce(updated_at, NullType()).label("keyset_updated_at"),
+            row_id.label("keyset_id"),
+        )
+
+        # A row-value comparison, so that SQLite and PostgreSQL both seek the (account_id,
+        # updated_at, id) index to the position: the OR spelling made SQLite scan from the
+        # account's first row, so a page deep in the table cost in proportion to its depth.
+        self._after = tuple_(updated_at, row_id) > tuple_(
+            bindparam("after_updated_at", type_=updated_at.type),
+            bindparam("after_id", type_=row_id.type),
+        )
+        self._order = (updated_at, row_id)
+        self._statements: dict[tuple[frozenset[str], bool], Select[Any]] = {}
+
+    def statement(self, used: frozenset[str], after: bool) -> Select[Any]:
+        statement = self._statements.get((used, after))
+        if statement is None:
+            statement = self._base.where(*(self.filters[name] for name in sorted(used)))
+            if after:
+                statement = statement.where(self._after)
+            statement = statement.order_by(*self._order).limit(bindparam("page_rows"))
+            self._statements[(used, after)] = statement
+        return statement
+
+    def page(
+        self,
+        conn: Connection,
+        account_id: int,
+        *,
+        cursor: str | None,
+        limit: int,
+        build: Callable[[Any], T],
+        **values: Any,
+    ) -> Page[T]:
+        """One page of the account's rows; `values` are the filters' (None: not filtering)."""
+        used = {name: value for name, value in values.items() if value is not None}
+        position = None if cursor is None else decode_cursor(self.endpoint, cursor)
+        for name, check in self.must_exist.items():
+            if name in used:
+                check(conn, account_id, used[name])
+        params: dict[str, Any] = {"account_id": account_id, "page_rows": limit + 1}
+        params.update(used)
+        if position is not None:
+            params["after_updated_at"] = position.updated_at
+            params["after_id"] = position.id
+        statement = self.statement(frozenset(used), position is not None)
+        rows = conn.execute(statement, params).all()
+        has_more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = None
+        if has_more:
+            last = rows[-1]
+            stamp = last[-2]
+            stamp = stamp if isinstance(stamp, datetime) else read_stored_datetime(stamp)
+            next_cursor = encode_cursor(self.endpoint, Position(stamp, last[-1]))
+        return Page([build(row) for row in rows], has_more, next_cursor)

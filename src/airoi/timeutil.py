@@ -51,4 +51,7 @@ def format_datetime(value: datetime) -> str:
     """Serve a stored (naive UTC) datetime as `2026-03-01T09:30:00.125Z`."""
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:"
+        f"{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}Z"
+    )

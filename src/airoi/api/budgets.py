@@ -15,10 +15,11 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    INITIATIVE_MUST_EXIST,
     Cursor,
     DbDep,
     IncludeSample,
@@ -28,13 +29,12 @@ from airoi.api.common import (
     PrincipalDep,
     Today,
     person,
-    require_initiative,
 )
 from airoi.auth import Principal
 from airoi.db.tables import budget_versions, cost_entries, fx_rates, initiatives, users
 from airoi.finance.budgets import BudgetFigures, BudgetVersion, budget_figures
 from airoi.finance.money import FxTable
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 BudgetStatus = Literal["no_budget", "scheduled", "within", "over"]
 
@@ -250,6 +250,19 @@ def compute_budget_rows(
     ]
 
 
+# The page walks initiatives; each row is then finished by compute_budget_rows.
+BUDGET_INITIATIVES = ListQuery(
+    "budgets",
+    select(initiatives.c.id, initiatives.c.currency, initiatives.c.updated_at),
+    initiatives,
+    {
+        "initiative_id": initiatives.c.id == bindparam("initiative_id"),
+        "without_samples": initiatives.c.is_sample.is_(False),
+    },
+    must_exist=INITIATIVE_MUST_EXIST,
+)
+
+
 @get(
     "/budgets",
     operation_id="listBudgets",
@@ -275,16 +288,14 @@ def list_budgets(
         bool, Parameter(description="Only initiatives with an approved budget. Default false.")
     ] = False,
 ) -> BudgetList:
-    query = select(initiatives.c.id, initiatives.c.currency, initiatives.c.updated_at).where(
-        initiatives.c.account_id == principal.account_id
-    )
-    if initiative_id is not None:
-        require_initiative(db, principal, initiative_id)
-        query = query.where(initiatives.c.id == initiative_id)
-    if not include_sample:
-        query = query.where(initiatives.c.is_sample.is_(False))
-    page = fetch_page(
-        db, "budgets", query, initiatives, cursor=cursor, limit=limit, build=lambda r: r
+    page = BUDGET_INITIATIVES.page(
+        db,
+        principal.account_id,
+        cursor=cursor,
+        limit=limit,
+        build=lambda r: r,
+        initiative_id=initiative_id,
+        without_samples=None if include_sample else True,
     )
     rows = compute_budget_rows(db, principal, page.rows, today)
     if budgeted:

@@ -1,6 +1,6 @@
 """What every endpoint module shares: shared Structs, parameter types, responses, filters."""
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import date, datetime
 from typing import Annotated, Any
 
@@ -11,8 +11,9 @@ from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import OpenAPIFormat
 from litestar.params import KwargDefinition, Parameter
-from sqlalchemy import Connection, Select, Table, exists, select
+from sqlalchemy import ColumnElement, Connection, Table, bindparam, exists, select
 
+from airoi.api.rows import Shape
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
@@ -51,6 +52,10 @@ def person(person_id: int | None, name: str | None) -> Person | None:
 
 def source_of(row: Any) -> Source:
     return Source(type=row.source_type, ref=row.source_ref, connection_id=row.source_connection_id)
+
+
+def source_shape(table: Table) -> Shape[Source]:
+    return Shape(Source, table.c.source_type, table.c.source_ref, table.c.source_connection_id)
 
 
 # Query parameters shared by the list endpoints (SPEC 4.A.1).
@@ -127,49 +132,53 @@ def provide_principal(request: Request[Principal, Any, State]) -> Principal:
     return request.user
 
 
-def provide_db(state: State) -> Iterator[Connection]:
+async def provide_db(state: State, principal: Principal) -> AsyncIterator[Connection]:
+    # An async generator: the framework closes it on the event loop, where a sync one's
+    # cleanup costs a hop to a worker thread per request. Nothing awaits while it is open.
+    # It names the principal so that the two are resolved one after the other: independent
+    # dependencies are resolved side by side, in a task group started for every request.
+    del principal
     with state.engine.connect() as conn:
         yield conn
 
 
-def require_initiative(db: Connection, principal: Principal, initiative_id: int) -> None:
+def require_initiative(db: Connection, account_id: int, initiative_id: int) -> None:
     """SEMANTICS R31: a filter naming an initiative the account cannot see answers 404."""
-    visible = db.execute(
-        select(
-            exists().where(
-                initiatives.c.id == initiative_id,
-                initiatives.c.account_id == principal.account_id,
-            )
-        )
-    ).scalar()
-    if not visible:
+    visible = db.execute(_INITIATIVE_VISIBLE, {"id": initiative_id, "account_id": account_id})
+    if not visible.scalar():
         raise not_found("initiative")
 
 
-def account_rows(
-    db: Connection,
-    principal: Principal,
-    query: Select[Any],
-    table: Table,
-    *,
-    updated_since: str | None = None,
-    initiative_id: int | None = None,
-    period_from: date | None = None,
-    period_to: date | None = None,
-) -> Select[Any]:
-    """Narrow `query` to the account and apply the common filters of SPEC 4.A.1."""
-    since = parse_updated_since(updated_since)
-    query = query.where(table.c.account_id == principal.account_id)
-    if since is not None:
-        query = query.where(table.c.updated_at >= since)
-    if initiative_id is not None:
-        require_initiative(db, principal, initiative_id)
-        query = query.where(table.c.initiative_id == initiative_id)
+_INITIATIVE_VISIBLE = select(
+    exists().where(
+        initiatives.c.id == bindparam("id"), initiatives.c.account_id == bindparam("account_id")
+    )
+)
+
+
+def entry_filters(table: Table, *, periods: bool = False) -> dict[str, ColumnElement[bool]]:
+    """The filters of SPEC 4.A.1 on a table of entries, for a `ListQuery`."""
+    filters = {
+        "updated_since": table.c.updated_at >= bindparam("updated_since"),
+        "initiative_id": table.c.initiative_id == bindparam("initiative_id"),
+    }
+    if periods:
+        # SEMANTICS R11: a row is matched on where its period begins; a null start never does.
+        filters["period_from"] = table.c.period_start >= bindparam("period_from")
+        filters["period_to"] = table.c.period_start <= bindparam("period_to")
+    return filters
+
+
+INITIATIVE_MUST_EXIST = {"initiative_id": require_initiative}
+
+
+def since(updated_since: str | None) -> datetime | None:
+    """The updated_since filter's value (SEMANTICS R3; 400 when it is not a date-time)."""
+    return parse_updated_since(updated_since)
+
+
+def periods(period_from: date | None, period_to: date | None) -> dict[str, date | None]:
+    """The period_from/period_to filters' values; 400 when the period runs backwards."""
     if period_from is not None and period_to is not None and period_from > period_to:
         raise bad_parameter("period_from must be on or before period_to.")
-    # SEMANTICS R11: a row is matched on where its period begins; a null start never matches.
-    if period_from is not None:
-        query = query.where(table.c.period_start >= period_from)
-    if period_to is not None:
-        query = query.where(table.c.period_start <= period_to)
-    return query
+    return {"period_from": period_from, "period_to": period_to}

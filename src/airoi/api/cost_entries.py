@@ -1,7 +1,7 @@
 """GET /cost_entries (SPEC 2.3, 4.A.6)."""
 
 from datetime import date
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 from litestar import get
@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    INITIATIVE_MUST_EXIST,
     Cursor,
     DateTimeText,
     DbDep,
@@ -19,12 +20,14 @@ from airoi.api.common import (
     PrincipalDep,
     Source,
     UpdatedSince,
-    account_rows,
-    source_of,
-    text_datetime,
+    entry_filters,
+    periods,
+    since,
+    source_shape,
 )
+from airoi.api.rows import Shape, iso_ms
 from airoi.db.tables import cost_entries
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 
 class CostEntry(msgspec.Struct):
@@ -52,26 +55,34 @@ class CostEntryList(msgspec.Struct):
     page: PageInfo
 
 
-def build_cost_entry(row: Any) -> CostEntry:
-    return CostEntry(
-        id=row.id,
-        initiative_id=row.initiative_id,
-        amount_cents=row.amount_cents,
-        currency=row.currency,
-        cost_type=row.cost_type,
-        cost_category=row.cost_category,
-        period_start=row.period_start,
-        period_end=row.period_end,
-        vendor_id=row.vendor_id,
-        vendor_name=row.vendor_name,
-        description=row.description,
-        notes=row.notes,
-        is_estimated=row.is_estimated,
-        locked=row.locked,
-        source=source_of(row),
-        created_at=text_datetime(row.created_at) or "",
-        updated_at=text_datetime(row.updated_at) or "",
-    )
+_c = cost_entries.c
+COST_ENTRY = Shape(
+    CostEntry,
+    _c.id,
+    _c.initiative_id,
+    _c.amount_cents,
+    _c.currency,
+    _c.cost_type,
+    _c.cost_category,
+    _c.period_start,
+    _c.period_end,
+    _c.vendor_id,
+    _c.vendor_name,
+    _c.description,
+    _c.notes,
+    _c.is_estimated,
+    _c.locked,
+    source_shape(cost_entries),
+    iso_ms(_c.created_at),
+    iso_ms(_c.updated_at),
+)
+COST_ENTRIES = ListQuery(
+    "cost_entries",
+    select(*COST_ENTRY.columns),
+    cost_entries,
+    entry_filters(cost_entries, periods=True),
+    must_exist=INITIATIVE_MUST_EXIST,
+)
 
 
 @get(
@@ -96,23 +107,14 @@ def list_cost_entries(
     period_from: PeriodFrom = None,
     period_to: PeriodTo = None,
 ) -> CostEntryList:
-    query = account_rows(
+    page = COST_ENTRIES.page(
         db,
-        principal,
-        select(cost_entries),
-        cost_entries,
-        updated_since=updated_since,
-        initiative_id=initiative_id,
-        period_from=period_from,
-        period_to=period_to,
-    )
-    page = fetch_page(
-        db,
-        "cost_entries",
-        query,
-        cost_entries,
+        principal.account_id,
         cursor=cursor,
         limit=limit,
-        build=build_cost_entry,
+        build=COST_ENTRY.build,
+        updated_since=since(updated_since),
+        initiative_id=initiative_id,
+        **periods(period_from, period_to),
     )
     return CostEntryList(data=list(page.rows), page=page.info)

@@ -6,10 +6,11 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    INITIATIVE_MUST_EXIST,
     Cursor,
     DateTimeText,
     DbDep,
@@ -18,13 +19,14 @@ from airoi.api.common import (
     Person,
     PrincipalDep,
     UpdatedSince,
-    account_rows,
+    entry_filters,
     person,
+    since,
     text_datetime,
 )
 from airoi.api.initiatives import Stage
 from airoi.db.tables import decisions, users
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
 
@@ -96,6 +98,17 @@ def build_decision(row: Any) -> Decision:
     )
 
 
+DECISIONS = ListQuery(
+    "decisions",
+    select(decisions, decider.c.name.label("decided_by_name")).outerjoin(
+        decider, decider.c.id == decisions.c.decided_by_id
+    ),
+    decisions,
+    {**entry_filters(decisions), "outcome": decisions.c.outcome == bindparam("outcome")},
+    must_exist=INITIATIVE_MUST_EXIST,
+)
+
+
 @get(
     "/decisions",
     operation_id="listDecisions",
@@ -118,15 +131,14 @@ def list_decisions(
         Outcome | None, Parameter(description="Only decisions with this outcome.")
     ] = None,
 ) -> DecisionList:
-    query = select(decisions, decider.c.name.label("decided_by_name")).outerjoin(
-        decider, decider.c.id == decisions.c.decided_by_id
-    )
-    query = account_rows(
-        db, principal, query, decisions, updated_since=updated_since, initiative_id=initiative_id
-    )
-    if outcome is not None:
-        query = query.where(decisions.c.outcome == outcome)
-    page = fetch_page(
-        db, "decisions", query, decisions, cursor=cursor, limit=limit, build=build_decision
+    page = DECISIONS.page(
+        db,
+        principal.account_id,
+        cursor=cursor,
+        limit=limit,
+        build=build_decision,
+        updated_since=since(updated_since),
+        initiative_id=initiative_id,
+        outcome=outcome,
     )
     return DecisionList(data=list(page.rows), page=page.info)

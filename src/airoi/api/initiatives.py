@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import Select, select
+from sqlalchemy import Select, bindparam, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -18,13 +18,13 @@ from airoi.api.common import (
     Person,
     PrincipalDep,
     UpdatedSince,
-    account_rows,
     person,
+    since,
     text_datetime,
 )
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 Stage = Literal[
     "identified",
@@ -116,6 +116,17 @@ def build_initiative(row: Any) -> Initiative:
     )
 
 
+INITIATIVES = ListQuery(
+    "initiatives",
+    initiative_query(),
+    initiatives,
+    {
+        "updated_since": initiatives.c.updated_at >= bindparam("updated_since"),
+        "without_samples": initiatives.c.is_sample.is_(False),
+    },
+)
+
+
 @get(
     "/initiatives",
     operation_id="listInitiatives",
@@ -135,19 +146,14 @@ def list_initiatives(
     updated_since: UpdatedSince = None,
     include_sample: IncludeSample = False,
 ) -> InitiativeList:
-    query = account_rows(
-        db, principal, initiative_query(), initiatives, updated_since=updated_since
-    )
-    if not include_sample:
-        query = query.where(initiatives.c.is_sample.is_(False))
-    page = fetch_page(
+    page = INITIATIVES.page(
         db,
-        "initiatives",
-        query,
-        initiatives,
+        principal.account_id,
         cursor=cursor,
         limit=limit,
         build=build_initiative,
+        updated_since=since(updated_since),
+        without_samples=None if include_sample else True,
     )
     return InitiativeList(data=list(page.rows), page=page.info)
 

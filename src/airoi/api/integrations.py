@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -16,12 +16,12 @@ from airoi.api.common import (
     Person,
     PrincipalDep,
     UpdatedSince,
-    account_rows,
     person,
+    since,
     text_datetime,
 )
 from airoi.db.tables import integrations, users
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
 AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
@@ -88,6 +88,18 @@ def build_integration(row: Any) -> Integration:
     )
 
 
+INTEGRATIONS = ListQuery(
+    "integrations",
+    integration_query(),
+    integrations,
+    {
+        "updated_since": integrations.c.updated_at >= bindparam("updated_since"),
+        "platform": integrations.c.platform == bindparam("platform"),
+        "status": integrations.c.status == bindparam("status"),
+    },
+)
+
+
 @get(
     "/integrations",
     operation_id="listIntegrations",
@@ -112,14 +124,14 @@ def list_integrations(
         IntegrationStatus | None, Parameter(description="Only connections with this status.")
     ] = None,
 ) -> IntegrationList:
-    query = account_rows(
-        db, principal, integration_query(), integrations, updated_since=updated_since
-    )
-    if platform is not None:
-        query = query.where(integrations.c.platform == platform)
-    if status is not None:
-        query = query.where(integrations.c.status == status)
-    page = fetch_page(
-        db, "integrations", query, integrations, cursor=cursor, limit=limit, build=build_integration
+    page = INTEGRATIONS.page(
+        db,
+        principal.account_id,
+        cursor=cursor,
+        limit=limit,
+        build=build_integration,
+        updated_since=since(updated_since),
+        platform=platform,
+        status=status,
     )
     return IntegrationList(data=list(page.rows), page=page.info)

@@ -4,7 +4,7 @@ from typing import Any
 
 import msgspec
 from litestar import get
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -14,11 +14,11 @@ from airoi.api.common import (
     Limit,
     PrincipalDep,
     UpdatedSince,
-    account_rows,
+    since,
     text_datetime,
 )
 from airoi.db.tables import metrics
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 
 class Metric(msgspec.Struct):
@@ -54,6 +54,14 @@ def build_metric(row: Any) -> Metric:
     )
 
 
+METRICS = ListQuery(
+    "metrics",
+    select(metrics),
+    metrics,
+    {"updated_since": metrics.c.updated_at >= bindparam("updated_since")},
+)
+
+
 @get(
     "/metrics",
     operation_id="listMetrics",
@@ -69,6 +77,12 @@ def list_metrics(
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
 ) -> MetricList:
-    query = account_rows(db, principal, select(metrics), metrics, updated_since=updated_since)
-    page = fetch_page(db, "metrics", query, metrics, cursor=cursor, limit=limit, build=build_metric)
+    page = METRICS.page(
+        db,
+        principal.account_id,
+        cursor=cursor,
+        limit=limit,
+        build=build_metric,
+        updated_since=since(updated_since),
+    )
     return MetricList(data=list(page.rows), page=page.info)

@@ -1,15 +1,16 @@
 """GET /observations (SPEC 2.6, 4.A.9)."""
 
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    INITIATIVE_MUST_EXIST,
     Cursor,
     DateTimeText,
     DbDep,
@@ -18,12 +19,13 @@ from airoi.api.common import (
     PrincipalDep,
     Source,
     UpdatedSince,
-    account_rows,
-    source_of,
-    text_datetime,
+    entry_filters,
+    since,
+    source_shape,
 )
+from airoi.api.rows import Shape, iso_ms
 from airoi.db.tables import observations
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 
 class Observation(msgspec.Struct):
@@ -50,25 +52,33 @@ class ObservationList(msgspec.Struct):
     page: PageInfo
 
 
-def build_observation(row: Any) -> Observation:
-    return Observation(
-        id=row.id,
-        metric_id=row.metric_id,
-        metric_key=row.metric_key,
-        initiative_id=row.initiative_id,
-        value=row.value,
-        role=row.role,
-        baseline_method=row.baseline_method,
-        observed_at=text_datetime(row.observed_at),
-        period_start=row.period_start,
-        period_end=row.period_end,
-        is_estimated=row.is_estimated,
-        sample_size=row.sample_size,
-        quality_score=row.quality_score,
-        source=source_of(row),
-        created_at=text_datetime(row.created_at) or "",
-        updated_at=text_datetime(row.updated_at) or "",
-    )
+_c = observations.c
+OBSERVATION = Shape(
+    Observation,
+    _c.id,
+    _c.metric_id,
+    _c.metric_key,
+    _c.initiative_id,
+    _c.value,
+    _c.role,
+    _c.baseline_method,
+    iso_ms(_c.observed_at),
+    _c.period_start,
+    _c.period_end,
+    _c.is_estimated,
+    _c.sample_size,
+    _c.quality_score,
+    source_shape(observations),
+    iso_ms(_c.created_at),
+    iso_ms(_c.updated_at),
+)
+OBSERVATIONS = ListQuery(
+    "observations",
+    select(*OBSERVATION.columns),
+    observations,
+    {**entry_filters(observations), "metric_key": _c.metric_key == bindparam("metric_key")},
+    must_exist=INITIATIVE_MUST_EXIST,
+)
 
 
 @get(
@@ -93,17 +103,14 @@ def list_observations(
         ),
     ] = None,
 ) -> ObservationList:
-    query = account_rows(
+    page = OBSERVATIONS.page(
         db,
-        principal,
-        select(observations),
-        observations,
-        updated_since=updated_since,
+        principal.account_id,
+        cursor=cursor,
+        limit=limit,
+        build=OBSERVATION.build,
+        updated_since=since(updated_since),
         initiative_id=initiative_id,
-    )
-    if metric_key is not None:
-        query = query.where(observations.c.metric_key == metric_key)
-    page = fetch_page(
-        db, "observations", query, observations, cursor=cursor, limit=limit, build=build_observation
+        metric_key=metric_key,
     )
     return ObservationList(data=list(page.rows), page=page.info)

@@ -1,15 +1,16 @@
 """GET /value_entries (SPEC 2.4, 4.A.7)."""
 
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    INITIATIVE_MUST_EXIST,
     Cursor,
     DateTimeText,
     DbDep,
@@ -20,12 +21,14 @@ from airoi.api.common import (
     PrincipalDep,
     Source,
     UpdatedSince,
-    account_rows,
-    source_of,
-    text_datetime,
+    entry_filters,
+    periods,
+    since,
+    source_shape,
 )
+from airoi.api.rows import Shape, iso_ms
 from airoi.db.tables import value_entries
-from airoi.listing import PageInfo, fetch_page
+from airoi.listing import ListQuery, PageInfo
 
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
 
@@ -58,30 +61,38 @@ class ValueEntryList(msgspec.Struct):
     page: PageInfo
 
 
-def build_value_entry(row: Any) -> ValueEntry:
-    return ValueEntry(
-        id=row.id,
-        initiative_id=row.initiative_id,
-        amount_cents=row.amount_cents,
-        currency=row.currency,
-        status=row.status,
-        # SEMANTICS R14: only approved value counts toward ROI.
-        counts_toward_roi=row.status == "approved",
-        entry_type=row.entry_type,
-        period_start=row.period_start,
-        period_end=row.period_end,
-        is_estimated=row.is_estimated,
-        confidence_score=row.confidence_score,
-        quality_score=row.quality_score,
-        notes=row.notes,
-        provenance=row.provenance,
-        calculation_version=row.calculation_version,
-        formula_id=row.formula_id,
-        source=source_of(row),
-        approved_at=text_datetime(row.approved_at),
-        created_at=text_datetime(row.created_at) or "",
-        updated_at=text_datetime(row.updated_at) or "",
-    )
+_c = value_entries.c
+VALUE_ENTRY = Shape(
+    ValueEntry,
+    _c.id,
+    _c.initiative_id,
+    _c.amount_cents,
+    _c.currency,
+    _c.status,
+    # SEMANTICS R14: only approved value counts toward ROI.
+    _c.status == "approved",
+    _c.entry_type,
+    _c.period_start,
+    _c.period_end,
+    _c.is_estimated,
+    _c.confidence_score,
+    _c.quality_score,
+    _c.notes,
+    _c.provenance,
+    _c.calculation_version,
+    _c.formula_id,
+    source_shape(value_entries),
+    iso_ms(_c.approved_at),
+    iso_ms(_c.created_at),
+    iso_ms(_c.updated_at),
+)
+VALUE_ENTRIES = ListQuery(
+    "value_entries",
+    select(*VALUE_ENTRY.columns),
+    value_entries,
+    {**entry_filters(value_entries, periods=True), "status": _c.status == bindparam("status")},
+    must_exist=INITIATIVE_MUST_EXIST,
+)
 
 
 @get(
@@ -109,25 +120,15 @@ def list_value_entries(
         ValueStatus | None, Parameter(description="Only entries with this status.")
     ] = None,
 ) -> ValueEntryList:
-    query = account_rows(
+    page = VALUE_ENTRIES.page(
         db,
-        principal,
-        select(value_entries),
-        value_entries,
-        updated_since=updated_since,
-        initiative_id=initiative_id,
-        period_from=period_from,
-        period_to=period_to,
-    )
-    if status is not None:
-        query = query.where(value_entries.c.status == status)
-    page = fetch_page(
-        db,
-        "value_entries",
-        query,
-        value_entries,
+        principal.account_id,
         cursor=cursor,
         limit=limit,
-        build=build_value_entry,
+        build=VALUE_ENTRY.build,
+        updated_since=since(updated_since),
+        initiative_id=initiative_id,
+        status=status,
+        **periods(period_from, period_to),
     )
     return ValueEntryList(data=list(page.rows), page=page.info)

@@ -20,3 +20,23 @@ def alembic_config(engine: Engine) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
+
+
+class SchemaOutOfDate(Exception):
+    """The store's schema is not the one this version reads; `airoi init` migrates it."""
+
+
+def require_current_schema(engine: Engine) -> None:
+    """Refuse to serve a store whose schema revision is not this version's head."""
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    if current != head:
+        found = f"schema revision {current}" if current else "no schema"
+        raise SchemaOutOfDate(
+            f"The store has {found}; this version of airoi reads revision {head}. "
+            "Run `airoi init` against it to migrate, then serve again."
+        )

@@ -6,7 +6,8 @@ carries `account_id` (denormalised onto entries) so that one index on
 (account_id, updated_at, id) serves the keyset order of SPEC 4.A.1.
 
 Datetimes are stored as naive UTC, truncated to the millisecond on write
-(SEMANTICS R3), so what is served is exactly what is stored.
+(SEMANTICS R3), so what is served is exactly what is stored; on SQLite as the
+very text served (`airoi.db.types.Timestamp`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from sqlalchemy import (
     Boolean,
     Column,
     Date,
-    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -27,6 +27,8 @@ from sqlalchemy import (
     Table,
     Text,
 )
+
+from airoi.db.types import Timestamp
 
 # SQLite makes an INTEGER PRIMARY KEY the rowid; BIGINT elsewhere.
 Id = BigInteger().with_variant(Integer(), "sqlite")
@@ -52,8 +54,8 @@ def _account() -> Column[int]:
 
 def _stamps() -> list[Column[object]]:
     return [
-        Column("created_at", DateTime(), nullable=False),
-        Column("updated_at", DateTime(), nullable=False),
+        Column("created_at", Timestamp(), nullable=False),
+        Column("updated_at", Timestamp(), nullable=False),
     ]
 
 
@@ -104,7 +106,7 @@ users = Table(
     Column("name", String(300), nullable=False),
     Column("email", String(320)),
     Column("role", String(20), nullable=False),
-    Column("removed_at", DateTime()),
+    Column("removed_at", Timestamp()),
     *_stamps(),
     Index("ix_users_account_id", "account_id"),
 )
@@ -115,9 +117,9 @@ tokens = Table(
     Column("token_hash", String(64), primary_key=True),
     Column("prefix", String(40), nullable=False),
     Column("user_id", Id, ForeignKey("users.id"), nullable=False),
-    Column("expires_at", DateTime()),
-    Column("revoked_at", DateTime()),
-    Column("created_at", DateTime(), nullable=False),
+    Column("expires_at", Timestamp()),
+    Column("revoked_at", Timestamp()),
+    Column("created_at", Timestamp(), nullable=False),
     Index("ix_tokens_prefix", "prefix"),
     Index("ix_tokens_user_id", "user_id"),
 )
@@ -167,11 +169,11 @@ initiatives = Table(
     Column("expected_opex_cents", Cents),
     Column("expected_cost_savings_cents", Cents),
     Column("expected_revenue_uplift_cents", Cents),
-    Column("started_at", DateTime()),
-    Column("went_live_at", DateTime()),
-    Column("approved_at", DateTime()),
-    Column("closed_at", DateTime()),
-    Column("submitted_for_review_at", DateTime()),
+    Column("started_at", Timestamp()),
+    Column("went_live_at", Timestamp()),
+    Column("approved_at", Timestamp()),
+    Column("closed_at", Timestamp()),
+    Column("submitted_for_review_at", Timestamp()),
     *_stamps(),
     _keyset_index("initiatives"),
 )
@@ -252,7 +254,7 @@ value_entries = Table(
     Column("calculation_version", Integer),
     Column("formula_id", Id),
     *_source(),
-    Column("approved_at", DateTime()),
+    Column("approved_at", Timestamp()),
     *_stamps(),
     *_reporting(),
     _keyset_index("value_entries"),
@@ -296,7 +298,7 @@ observations = Table(
     Column("value", Float),
     Column("role", String(20)),
     Column("baseline_method", String(200)),
-    Column("observed_at", DateTime()),
+    Column("observed_at", Timestamp()),
     Column("period_start", Date),
     Column("period_end", Date),
     Column("is_estimated", Boolean, nullable=False, server_default="0"),
@@ -324,7 +326,7 @@ budget_versions = Table(
     Column("reason", Text),
     Column("set_by_id", Id, ForeignKey("users.id")),
     Column("status", String(20), nullable=False),
-    Column("approved_at", DateTime()),
+    Column("approved_at", Timestamp()),
     *_stamps(),
     Index("ix_budget_versions_initiative", "initiative_id"),
 )
@@ -341,7 +343,7 @@ decisions = Table(
     Column("rationale", Text, nullable=False),
     Column("stage_before", String(20), nullable=False),
     Column("stage_after", String(20), nullable=False),
-    Column("decided_at", DateTime()),
+    Column("decided_at", Timestamp()),
     Column("decided_by_id", Id, ForeignKey("users.id")),
     Column("next_review_on", Date),
     Column("currency", String(3)),
@@ -368,8 +370,8 @@ integrations = Table(
     Column("status", String(20), nullable=False),
     Column("auth_type", String(30)),
     Column("last_sync_status", String(100)),
-    Column("last_synced_at", DateTime()),
-    Column("reauth_required_at", DateTime()),
+    Column("last_synced_at", Timestamp()),
+    Column("reauth_required_at", Timestamp()),
     Column("external_account_id", String(300)),
     Column("external_account_name", String(300)),
     Column("primary_source_categories", JSON, nullable=False),

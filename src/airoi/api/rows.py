@@ -1,0 +1,100 @@
+"""Rows served straight from the query.
+
+A `Shape` pairs a response Struct with one SQL column per field, in field order, each
+already in its wire form: datetimes are formatted by the database (`iso_ms`), booleans and
+dates come through the column types' own result processing. Building a row is then one
+positional Struct call (plus one per nested Struct), and msgspec encodes it: no per-row
+Python formatting and no attribute lookups by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+import msgspec
+from sqlalchemy import ColumnElement, String, literal
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
+
+from airoi.db.types import ServedTextDatetime
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+class iso_ms(FunctionElement[str]):
+    """A stored (naive UTC) datetime as SEMANTICS R3 serves it: `2026-03-01T09:30:00.125Z`.
+
+    The store keeps milliseconds only (the loader truncates), so the database's own
+    millisecond formatting gives exactly `airoi.timeutil.format_datetime`'s text. SQLite
+    stores a Timestamp column as that text already, and it is read as it is.
+    """
+
+    type = String()
+    inherit_cache = True
+    name = "iso_ms"
+
+    def __init__(self, column: ColumnElement[datetime | None]) -> None:
+        super().__init__(column)
+
+
+@compiles(iso_ms, "sqlite")
+def _iso_ms_sqlite(element: iso_ms, compiler: SQLCompiler, **kw: Any) -> str:
+    (column,) = element.clauses.clauses
+    if isinstance(column.type.dialect_impl(compiler.dialect), ServedTextDatetime):
+        # Stored as the served text already: read it as it is.
+        return compiler.process(column, **kw)
+    # %f is seconds with three decimals (SS.SSS); NULL in gives NULL out.
+    fmt = literal("%Y-%m-%dT%H:%M:%fZ", String())
+    return f"strftime({compiler.process(fmt, **kw)}, {compiler.process(column, **kw)})"
+
+
+@compiles(iso_ms, "postgresql")
+def _iso_ms_postgresql(element: iso_ms, compiler: SQLCompiler, **kw: Any) -> str:
+    fmt = literal('YYYY-MM-DD"T"HH24:MI:SS.MS"Z"', String())
+    return f"to_char({compiler.process(element.clauses, **kw)}, {compiler.process(fmt, **kw)})"
+
+
+class Shape(Generic[S]):
+    """`struct`'s fields, in order, each read from one column or from a nested Shape."""
+
+    def __init__(self, struct: type[S], *fields: ColumnElement[Any] | Shape[Any]) -> None:
+        names = struct.__struct_fields__
+        if len(fields) != len(names):
+            raise TypeError(f"{struct.__name__} has {len(names)} fields, given {len(fields)}")
+        self.struct = struct
+        # Every column, nested Shapes' flattened in place, unlabelled; `columns` labels them.
+        self.raw: list[ColumnElement[Any]] = []
+        # Runs of plain columns are passed on as one slice; a nested Shape builds its Struct
+        # from its own slice. (start, stop, nested Shape or None)
+        self._parts: list[tuple[int, int, Shape[Any] | None]] = []
+        for field in fields:
+            start = len(self.raw)
+            if isinstance(field, Shape):
+                self.raw.extend(field.raw)
+                self._parts.append((start, len(self.raw), field))
+            elif self._parts and self._parts[-1][2] is None:
+                self.raw.append(field)
+                self._parts[-1] = (self._parts[-1][0], len(self.raw), None)
+            else:
+                self.raw.append(field)
+                self._parts.append((start, len(self.raw), None))
+        self.width = len(self.raw)
+
+    @property
+    def columns(self) -> list[ColumnElement[Any]]:
+        """The columns to select, labelled by position (names may repeat across nests)."""
+        return [column.label(f"f{i}") for i, column in enumerate(self.raw)]
+
+    def build(self, row: Sequence[Any]) -> S:
+        if len(self._parts) == 1:
+            return self.struct(*row[: self.width])
+        values: list[Any] = []
+        for start, stop, nested in self._parts:
+            if nested is None:
+                values.extend(row[start:stop])
+            else:
+                values.append(nested.build(row[start:stop]))
+        return self.struct(*values)

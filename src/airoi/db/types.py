@@ -1,0 +1,50 @@
+"""Column types of the store that differ by database.
+
+`Timestamp` is a naive-UTC datetime (SEMANTICS R3). PostgreSQL keeps it as a
+`timestamp`. SQLite has no datetime type, so the text it keeps is chosen: the
+very text the API serves, `2026-03-01T09:30:00.125Z` (fixed width and UTC, so
+text order is time order). A page is then read without formatting a value per
+row, in SQL or in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import DateTime
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Dialect
+
+from airoi.timeutil import format_datetime
+
+
+def _store(value: datetime | None) -> str | None:
+    return None if value is None else format_datetime(value)
+
+
+def read_stored_datetime(value: str) -> datetime:
+    # The served form ends in Z; fromisoformat would then give an aware datetime.
+    return datetime.fromisoformat(value[:-1] if value.endswith("Z") else value)
+
+
+def _read(value: str | None) -> datetime | None:
+    return None if value is None else read_stored_datetime(value)
+
+
+class ServedTextDatetime(sqlite.DATETIME):
+    """SQLite's storage of a Timestamp: the served text, milliseconds and a Z."""
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any]:
+        return _store
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any]:
+        return _read
+
+
+def Timestamp() -> DateTime:
+    return DateTime().with_variant(ServedTextDatetime(), "sqlite")
