@@ -132,3 +132,18 @@ def test_help_lists_the_commands(tmp_path: Path, command: list[str]) -> None:
     if command == ["--help"]:
         for name in ("init", "load", "demo", "token", "serve", "openapi"):
             assert name in out
+
+
+def test_serve_refuses_a_store_of_an_older_schema_and_names_the_fix(tmp_path: Path) -> None:
+    # Schema revision 0002 changed how SQLite keeps datetimes; an older store is not served.
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    upgrade(engine, "0001")
+    engine.dispose()
+    refused = airoi(tmp_path, "serve", "--port", "1", check=False)
+    assert refused.returncode == 1
+    assert "revision 0001" in refused.stderr
+    assert "Run `airoi init`" in refused.stderr
+    assert "Traceback" not in refused.stderr

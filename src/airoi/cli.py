@@ -1,7 +1,13 @@
-"""The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve, openapi."""
+"""The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve, openapi, pull.
+
+Only typer, rich and the standard library are imported here: `airoi pull` and `--help` work
+with the base install (the client). The server commands import the server's packages when
+they run, after checking that the `server` extra is installed.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -41,6 +47,50 @@ DatabaseUrl = Annotated[
     ),
 ]
 PROGRESS_MIN_BYTES = 2_000_000
+# Import names of the `server` extra's packages, and of the `pull` extra's.
+SERVER_PACKAGES = (
+    "litestar",
+    "msgspec",
+    "sqlalchemy",
+    "mcp",
+    "alembic",
+    "psycopg",
+    "ijson",
+    "uvicorn",
+    "limits",
+    "redis",
+)
+PULL_PACKAGES = ("duckdb", "pyarrow")
+
+
+def _missing(packages: tuple[str, ...]) -> list[str]:
+    missing = []
+    for name in packages:
+        try:
+            found = importlib.util.find_spec(name)
+        except ImportError:
+            found = None
+        if found is None:
+            missing.append(name)
+    return missing
+
+
+def _require(extra: str, packages: tuple[str, ...], command: str) -> None:
+    """Stop with one line naming the extra to install when its packages are not there."""
+    missing = _missing(packages)
+    if missing:
+        err.print(
+            f"`airoi {command}` needs the {extra} extra ({', '.join(missing)} not installed):"
+            f" pip install 'airoi[{extra}]'",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+
+
+def _require_server(command: str) -> None:
+    _require("server", SERVER_PACKAGES, command)
 
 
 def _settings(database_url: str | None) -> Settings:
@@ -60,6 +110,7 @@ def _writer(settings: Settings):  # type: ignore[no-untyped-def]
 @app.command()
 def init(database_url: DatabaseUrl = None) -> None:
     """Create or migrate the schema in the configured database."""
+    _require_server("init")
     _writer(_settings(database_url))
     out.print("Schema is up to date.")
 
@@ -72,6 +123,7 @@ def load(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Validate FILE and upsert it in one transaction; print the counts of rows by outcome."""
+    _require_server("load")
     from airoi.bundle import BundleError, load_bundle
 
     engine = _writer(_settings(database_url))
@@ -129,6 +181,7 @@ def demo(
     ] = False,
 ) -> None:
     """Create or refresh the demo account, issue a token, print the URLs and the token."""
+    _require_server("demo")
     from airoi.auth import issue_token
     from airoi.bundle import load_bundle
     from airoi.demo import DEMO_OWNER_USER_ID, build_demo_bundle, reset_demo_account
@@ -163,6 +216,7 @@ def token_issue(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Print a new token for USER (an Owner or Admin); shown once, stored only as a hash."""
+    _require_server("token issue")
     from airoi.auth import TokenRefused, issue_token
 
     engine = _writer(_settings(database_url))
@@ -186,6 +240,7 @@ def token_revoke(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Revoke the token whose shown prefix matches PREFIX."""
+    _require_server("token revoke")
     from airoi.auth import TokenRefused, revoke_token
 
     engine = _writer(_settings(database_url))
@@ -195,6 +250,22 @@ def token_revoke(
         err.print(str(exc), markup=False)
         raise typer.Exit(1) from None
     out.print(f"Revoked the token {revoked}…", highlight=False)
+
+
+def _require_current_schema(settings: Settings) -> None:
+    """A store of another schema revision stops `serve` with the command that migrates it."""
+    from airoi.app import serving_schema_check
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import SchemaOutOfDate
+
+    engine = make_engine(settings.database_url, read_only=True)
+    try:
+        serving_schema_check(engine)
+    except SchemaOutOfDate as exc:
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
 
 
 def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
@@ -220,7 +291,9 @@ def serve(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Serve the HTTP API at /api/v1 and the tool endpoint at /mcp."""
+    _require_server("serve")
     settings = _settings(database_url)
+    _require_current_schema(settings)
     base_url, _ = _base_urls(host, port)
     err.print(f"Serving {base_url}", highlight=False)
     _serve(settings, host, port, workers)
@@ -229,6 +302,7 @@ def serve(
 @app.command()
 def openapi() -> None:
     """Print the OpenAPI description that `serve` would serve."""
+    _require_server("openapi")
     from airoi.app import create_app
 
     schema = create_app(Settings.from_env()).openapi_schema.to_schema()
@@ -254,9 +328,11 @@ def pull(
     """Pull every list resource of the account into DuckDB, Parquet or CSV, incrementally.
 
     Each run asks only for rows changed since the last one and upserts them by id; an
-    interrupted run resumes where it stopped. Needs `pip install airoi[pull]`.
+    interrupted run resumes where it stopped. Needs the pull extra (duckdb and pyarrow).
     """
     import time
+
+    _require("pull", PULL_PACKAGES, "pull")
 
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
@@ -311,3 +387,7 @@ def pull(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

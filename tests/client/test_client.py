@@ -142,30 +142,3 @@ def test_frames_keep_cents_and_dates(api: Client) -> None:
     table = api.metrics().to_arrow()
     assert table.num_rows == 1
     assert str(table.schema.field("id").type) == "int64"
-
-
-def test_importable_without_the_server() -> None:
-    """airoi.client imports httpx and the standard library only (frames come lazily)."""
-    import subprocess
-    import sys
-
-    heavy = ["litestar", "sqlalchemy", "msgspec", "mcp", "pandas", "pyarrow", "duckdb", "typer"]
-    script = f"import sys, airoi.client; print([m for m in {heavy!r} if m in sys.modules])"
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "[]"
-
-
-def test_dlt_config_reads_the_api_as_conventions_say() -> None:
-    """Only the shape: dlt itself is not installed here, so the source is not run."""
-    from airoi.client.dlt_source import rest_api_config
-
-    config = rest_api_config("http://h/api/v1", "t")
-    assert config["client"]["paginator"]["cursor_path"] == "page.next_cursor"
-    by_name = {r["name"]: r for r in config["resources"]}
-    assert set(by_name) == {r for r, _ in LISTS}
-    costs = by_name["cost_entries"]
-    assert (costs["primary_key"], costs["write_disposition"]) == ("id", "merge")
-    assert costs["endpoint"]["params"]["updated_since"]["cursor_path"] == "updated_at"
-    assert by_name["budgets"]["write_disposition"] == "replace"

@@ -141,7 +141,7 @@ def test_resume_after_interruption(
         Client(base_url, account.token, page_size=2, transport=cut) as api,
         pytest.raises(Interrupted),
     ):
-        pull(api, target, fmt, flush_rows=1)
+        pull(api, target, fmt, flush_rows=1, batch_rows=1)  # every page written on its own
     assert len(stored(target, fmt, "initiatives")) == 3
     assert len(stored(target, fmt, "cost_entries")) == 2
 
@@ -155,10 +155,35 @@ def test_resume_after_interruption(
     assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_resume_after_the_last_batch_written(
+    base_url: str, account: Account, tmp_path: Path, fmt: Format
+) -> None:
+    """Rows are written two pages at a time here: a cut loses the unwritten page, never more."""
+    target = target_for(tmp_path, fmt)
+    # Initiatives take two requests; cost pages 1-2 are one batch, page 3 is fetched and
+    # held, and the request for page 4 is cut off.
+    cut = InterruptAfter(limit=6)
+    with (
+        Client(base_url, account.token, page_size=2, transport=cut) as api,
+        pytest.raises(Interrupted),
+    ):
+        pull(api, target, fmt, flush_rows=1, batch_rows=4)
+    assert len(stored(target, fmt, "cost_entries")) == 4
+
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt, batch_rows=4)}
+    assert reports["cost_entries"].resumed
+    assert (reports["cost_entries"].rows, reports["cost_entries"].pages) == (3, 2)
+    costs = stored(target, fmt, "cost_entries")
+    assert [row["id"] for row in costs] == expected_ids(base_url, account.token, "cost_entries")
+    assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
+
+
 def test_interruption_inside_a_page_keeps_nothing_half_written(
     base_url: str, account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A failure while writing a page rolls back its rows and its state together."""
+    """A failure while writing rolls back the rows and the state together."""
     from airoi.client import pull as pull_module
 
     target = tmp_path / "airoi.duckdb"
@@ -173,7 +198,7 @@ def test_interruption_inside_a_page_keeps_nothing_half_written(
 
     monkeypatch.setattr(pull_module.Store, "_upsert", failing_upsert)
     with Client(base_url, account.token, page_size=2) as api, pytest.raises(Interrupted):
-        pull(api, target)
+        pull(api, target, batch_rows=1)
     assert len(stored(target, "duckdb", "cost_entries")) == 2
     monkeypatch.undo()
     with Client(base_url, account.token, page_size=2) as api:

@@ -3,9 +3,11 @@
 Per resource the store remembers the largest `updated_at` of the last finished walk and
 asks with `updated_since` next time (inclusive, so the last rows come again and the upsert
 by id absorbs them: SPEC 4.A.1). While a walk is under way it also remembers the cursor of
-the next page, so an interrupted run resumes where it stopped. Rows and the state that
-says they were written are committed in one DuckDB transaction, so an interruption
-anywhere neither loses nor duplicates a row.
+the next page, so an interrupted run resumes where it stopped. Rows are written in
+batches of whole pages (`batch_rows`), each in one DuckDB transaction with the state that
+says they were written, so an interruption anywhere neither loses nor duplicates a row: the
+next run asks again for the pages after the last batch written. The next page is fetched
+while a page is written (`read_ahead`).
 
 Budgets have no `updated_since` (SPEC 4.A.10): they are re-read whole into a staging table
 that replaces the previous one when the walk ends.
@@ -23,7 +25,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -31,12 +34,15 @@ from typing import Any, Literal
 
 import duckdb
 
-from airoi.client.client import Client
+from airoi.client.client import Client, Page
 from airoi.client.frames import rows_to_arrow
 
 Format = Literal["duckdb", "parquet", "csv"]
 STATE_TABLE = "_airoi_state"
 STATE_FILE = "_airoi_state.json"
+# Rows written (with the walk's position) per DuckDB transaction: ten full pages. One
+# transaction a page cost about as much as parsing the page.
+BATCH_ROWS = 5_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,9 @@ class Store:
         self.target = target
         self.flush_rows = flush_rows
         self._unflushed: dict[str, int] = {}
+        # The columns of each table the store has looked at (None: no such table), so that a
+        # page does not ask the catalogue again; forgotten whenever a transaction rolls back.
+        self._known: dict[str, set[str] | None] = {}
         if fmt == "duckdb":
             target.parent.mkdir(parents=True, exist_ok=True)
             self.conn = duckdb.connect(str(target))
@@ -199,8 +208,15 @@ class Store:
     def _columns(self, table: str) -> set[str]:
         return {row[0] for row in self.conn.execute(f"DESCRIBE {_quote(table)}").fetchall()}
 
+    def _table_columns(self, table: str) -> set[str] | None:
+        if table not in self._known:
+            self._known[table] = self._columns(table) if self._exists(table) else None
+        return self._known[table]
+
     def start_full_walk(self, resource: Resource) -> None:
-        self.conn.execute(f"DROP TABLE IF EXISTS {_quote(resource.name + '__staging')}")
+        staging = resource.name + "__staging"
+        self.conn.execute(f"DROP TABLE IF EXISTS {_quote(staging)}")
+        self._known[staging] = None
 
     def apply_page(
         self, resource: Resource, rows: list[dict[str, Any]], state: WalkState, *, done: bool
@@ -213,14 +229,18 @@ class Store:
                 self._upsert(table, resource.key, rows)
             if done and not resource.incremental:
                 self.conn.execute(f"DROP TABLE IF EXISTS {_quote(resource.name)}")
-                if self._exists(table):
+                self._known[resource.name] = None
+                if self._table_columns(table) is not None:
                     self.conn.execute(
                         f"ALTER TABLE {_quote(table)} RENAME TO {_quote(resource.name)}"
                     )
+                    self._known[resource.name] = self._known.pop(table)
+                    self._known[table] = None
             self._save_state(resource.name, state)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
+            self._known.clear()
             raise
         self._unflushed[resource.name] = self._unflushed.get(resource.name, 0) + len(rows)
         if done or self._unflushed[resource.name] >= self.flush_rows:
@@ -231,12 +251,20 @@ class Store:
         self.conn.register("incoming", incoming)
         try:
             quoted = _quote(table)
-            if not self._exists(table):
+            present = self._table_columns(table)
+            if present is None:
                 self.conn.execute(f"CREATE TABLE {quoted} AS SELECT * FROM incoming LIMIT 0")
-            present = self._columns(table)
-            for name, sql_type, *_ in self.conn.execute("DESCRIBE incoming").fetchall():
-                if name not in present:  # a field added to the API (SPEC 9)
-                    self.conn.execute(f"ALTER TABLE {quoted} ADD COLUMN {_quote(name)} {sql_type}")
+                present = self._known[table] = set(incoming.column_names)
+            added = [name for name in incoming.column_names if name not in present]
+            if added:  # fields added to the API (SPEC 9)
+                types = {
+                    row[0]: row[1] for row in self.conn.execute("DESCRIBE incoming").fetchall()
+                }
+                for name in added:
+                    self.conn.execute(
+                        f"ALTER TABLE {quoted} ADD COLUMN {_quote(name)} {types[name]}"
+                    )
+                    present.add(name)
             self.conn.execute(
                 f"DELETE FROM {quoted} WHERE {_quote(key)} IN (SELECT {_quote(key)} FROM incoming)"
             )
@@ -254,9 +282,29 @@ class Store:
 ProgressHook = Callable[[str, int, bool], None]
 
 
+def read_ahead(pages: Iterator[Page]) -> Iterator[Page]:
+    """The same pages, each next one fetched in a thread while the caller writes this one.
+
+    Pages and errors come in order: a request that fails is raised after the pages before
+    it have been written. At most one request is in flight.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="airoi-pull") as fetcher:
+        upcoming = fetcher.submit(next, pages, None)
+        while (page := upcoming.result()) is not None:
+            upcoming = fetcher.submit(next, pages, None)
+            yield page
+
+
 def pull_resource(
-    client: Client, store: Store, resource: Resource, progress: ProgressHook | None = None
+    client: Client,
+    store: Store,
+    resource: Resource,
+    progress: ProgressHook | None = None,
+    *,
+    batch_rows: int = BATCH_ROWS,
 ) -> ResourceReport:
+    """Walk one resource, writing its rows with the walk's position every `batch_rows` rows
+    (and at the end): a run cut off resumes after the last batch written."""
     started = time.perf_counter()
     state = store.state(resource.name)
     report = ResourceReport(resource.name, resumed=state.cursor is not None)
@@ -271,7 +319,8 @@ def pull_resource(
     params = dict(resource.params)
     if resource.incremental and since is not None:
         params["updated_since"] = since
-    for page in client.rows(resource.name, **params).pages(cursor=state.cursor):
+    batch: list[dict[str, Any]] = []
+    for page in read_ahead(client.rows(resource.name, **params).pages(cursor=state.cursor)):
         for row in page.data:
             walk_max = _later(walk_max, row.get("updated_at"))
         done = not page.has_more or not page.next_cursor
@@ -279,7 +328,10 @@ def pull_resource(
             new_state = WalkState(updated_since=_later(state.updated_since, walk_max))
         else:
             new_state = replace(state, walk_since=since, cursor=page.next_cursor, walk_max=walk_max)
-        store.apply_page(resource, page.data, new_state, done=done)
+        batch += page.data
+        if done or len(batch) >= batch_rows:
+            store.apply_page(resource, batch, new_state, done=done)
+            batch = []
         report.rows += len(page.data)
         report.pages += 1
         if progress is not None:
@@ -296,11 +348,19 @@ def pull(
     resources: Iterable[Resource] = RESOURCES,
     progress: ProgressHook | None = None,
     flush_rows: int = 50_000,
+    batch_rows: int = BATCH_ROWS,
 ) -> list[ResourceReport]:
-    """Pull every resource into `target` (a .duckdb file, or a directory for parquet/csv)."""
+    """Pull every resource into `target` (a .duckdb file, or a directory for parquet/csv).
+
+    Rows are written with the walk's position every `batch_rows` rows; files are rewritten
+    every `flush_rows` rows (parquet and csv).
+    """
     store = Store(target, fmt, flush_rows=flush_rows)
     try:
-        return [pull_resource(client, store, resource, progress) for resource in resources]
+        return [
+            pull_resource(client, store, resource, progress, batch_rows=batch_rows)
+            for resource in resources
+        ]
     finally:
         store.close()
 

@@ -1,0 +1,138 @@
+"""`airoi pull` rows/s: the demo account and a generated large one, into DuckDB and Parquet.
+
+    python -m bench.pull [--cost-entries 200000] [--value-entries 40000] [--initiatives 2000]
+                         [--repeats 3] [--work DIR]
+
+The demo account (`airoi demo`) and a generated account (`bench/make_bundle.py`, with
+budgets, loaded with `airoi init` + `airoi load`) go into scratch SQLite files, each served by
+`airoi serve` (one worker, the rate limit lifted) on a free loopback port. For each account
+and store, `--repeats` times into a fresh target: `airoi pull` run as a user runs it (a child
+process), then again with nothing changed. Prints per case the rows, the median seconds and
+rows/s of the full pull (as the command reports them, interpreter start-up apart, and the
+child's wall time), and the second run's rows and seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import load, serving
+from bench.make_bundle import BENCH_TOKEN, write_bundle
+
+RATE_LIMIT = "100000000/minute"
+PULLED = re.compile(r"Pulled (\d+) rows into .+? in ([\d.]+) s")
+
+
+def pull(base_url: str, token: str, target: Path, fmt: str) -> dict[str, float]:
+    """One `airoi pull` in a child: the rows and seconds it reports, and its wall time."""
+    started = time.perf_counter()
+    command = ["pull", "--base-url", base_url, "--token", token, "--to", str(target)]
+    done = subprocess.run(
+        [sys.executable, "-m", "airoi", *command, "--format", fmt],
+        env={**os.environ, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall = time.perf_counter() - started
+    found = PULLED.search(" ".join(done.stdout.split()))
+    assert found, done.stdout + done.stderr
+    return {"rows": int(found.group(1)), "seconds": float(found.group(2)), "wall_s": wall}
+
+
+def measure(base_url: str, token: str, work: Path, fmt: str, repeats: int) -> dict[str, Any]:
+    full: list[dict[str, float]] = []
+    again: list[dict[str, float]] = []
+    for i in range(repeats):
+        target = work / (f"pull-{i}.duckdb" if fmt == "duckdb" else f"pull-{i}")
+        full.append(pull(base_url, token, target, fmt))
+        again.append(pull(base_url, token, target, fmt))
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+    rows = full[0]["rows"]
+    assert all(run["rows"] == rows for run in full), full
+    seconds = statistics.median(run["seconds"] for run in full)
+    return {
+        "rows": rows,
+        "full_s": seconds,
+        "full_rows_per_s": rows / seconds,
+        "full_wall_s": statistics.median(run["wall_s"] for run in full),
+        "all_full_s": [run["seconds"] for run in full],
+        "again_rows": statistics.median(run["rows"] for run in again),
+        "again_s": statistics.median(run["seconds"] for run in again),
+    }
+
+
+def report(account: str, fmt: str, figures: dict[str, Any]) -> None:
+    print(
+        f"{account:<6} {fmt:<8} rows {figures['rows']:>8,}  full {figures['full_s']:7.2f} s"
+        f" ({figures['full_rows_per_s']:>8,.0f} rows/s; wall {figures['full_wall_s']:.2f} s;"
+        f" runs {', '.join(f'{s:.2f}' for s in figures['all_full_s'])})"
+        f"  again: {figures['again_rows']:,.0f} rows in {figures['again_s']:.2f} s",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cost-entries", type=int, default=200_000)
+    parser.add_argument("--value-entries", type=int, default=40_000)
+    parser.add_argument("--initiatives", type=int, default=2_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--work", type=Path, help="keep scratch files here (default: a temp dir)")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="airoi-bench-pull-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"load average before: {os.getloadavg()}", flush=True)
+
+    demo_url = f"sqlite:///{work / 'demo.db'}"
+    demo = subprocess.run(
+        [sys.executable, "-m", "airoi", "demo"],
+        env={**os.environ, "AIROI_DATABASE_URL": demo_url},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = re.search(r"Token:\s+(\S+)", demo.stdout)
+    assert token, demo.stdout
+    with serving(demo_url, AIROI_RATE_LIMIT=RATE_LIMIT) as client:
+        report(
+            "demo",
+            "duckdb",
+            measure(str(client.base_url), token.group(1), work, "duckdb", args.repeats),
+        )
+
+    bundle = work / "bundle.json"
+    write_bundle(
+        bundle,
+        cost_entries=args.cost_entries,
+        initiatives=args.initiatives,
+        value_entries=args.value_entries,
+        budgets=True,
+    )
+    large_url = f"sqlite:///{work / 'large.db'}"
+    (work / "large.db").unlink(missing_ok=True)
+    loaded = load(large_url, bundle, args.cost_entries + args.value_entries + args.initiatives)
+    print(f"large account loaded in {loaded['load_s']:.1f} s", flush=True)
+    with serving(large_url, AIROI_RATE_LIMIT=RATE_LIMIT) as client:
+        for fmt in ("duckdb", "parquet"):
+            report(
+                "large", fmt, measure(str(client.base_url), BENCH_TOKEN, work, fmt, args.repeats)
+            )
+    print(f"load average after: {os.getloadavg()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
