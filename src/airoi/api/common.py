@@ -132,7 +132,7 @@ def provide_principal(request: Request[Principal, Any, State]) -> Principal:
     return request.user
 
 
-async def provide_db(state: State, principal: Principal) -> AsyncIterator[Connection]:
+async def provide_db(state: State, principal: PrincipalDep) -> AsyncIterator[Connection]:
     # An async generator: the framework closes it on the event loop, where a sync one's
     # cleanup costs a hop to a worker thread per request. Nothing awaits while it is open.
     # It names the principal so that the two are resolved one after the other: independent
