@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -32,8 +33,15 @@ def require_current_schema(engine: Engine) -> None:
     from alembic.script import ScriptDirectory
 
     head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
-    with engine.connect() as conn:
-        current = MigrationContext.configure(conn).get_current_revision()
+    # Reading the revision is not a migration: keep its "Context impl" lines out of the log.
+    context_log = logging.getLogger("alembic.runtime.migration")
+    level = context_log.level
+    context_log.setLevel(logging.WARNING)
+    try:
+        with engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+    finally:
+        context_log.setLevel(level)
     if current != head:
         found = f"schema revision {current}" if current else "no schema"
         raise SchemaOutOfDate(
