@@ -17,7 +17,7 @@ from airoi.api.rows import Shape
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
-from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT, parse_updated_since
+from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT
 from airoi.timeutil import format_datetime
 
 MAX_ID = 2**63 - 1
@@ -48,10 +48,6 @@ def text_datetime(value: datetime | None) -> str | None:
 
 def person(person_id: int | None, name: str | None) -> Person | None:
     return None if person_id is None else Person(id=person_id, name=name or "")
-
-
-def source_of(row: Any) -> Source:
-    return Source(type=row.source_type, ref=row.source_ref, connection_id=row.source_connection_id)
 
 
 def source_shape(table: Table) -> Shape[Source]:
@@ -170,11 +166,6 @@ def entry_filters(table: Table, *, periods: bool = False) -> dict[str, ColumnEle
 
 
 INITIATIVE_MUST_EXIST = {"initiative_id": require_initiative}
-
-
-def since(updated_since: str | None) -> datetime | None:
-    """The updated_since filter's value (SEMANTICS R3; 400 when it is not a date-time)."""
-    return parse_updated_since(updated_since)
 
 
 def periods(period_from: date | None, period_to: date | None) -> dict[str, date | None]:

@@ -22,12 +22,11 @@ from airoi.api.common import (
     UpdatedSince,
     entry_filters,
     periods,
-    since,
     source_shape,
 )
 from airoi.api.rows import Shape, iso_ms
 from airoi.db.tables import cost_entries
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 
 class CostEntry(msgspec.Struct):
@@ -113,7 +112,7 @@ def list_cost_entries(
         cursor=cursor,
         limit=limit,
         build=COST_ENTRY.build,
-        updated_since=since(updated_since),
+        updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         **periods(period_from, period_to),
     )

@@ -21,12 +21,11 @@ from airoi.api.common import (
     UpdatedSince,
     entry_filters,
     person,
-    since,
     text_datetime,
 )
 from airoi.api.initiatives import Stage
 from airoi.db.tables import decisions, users
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
 
@@ -137,7 +136,7 @@ def list_decisions(
         cursor=cursor,
         limit=limit,
         build=build_decision,
-        updated_since=since(updated_since),
+        updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         outcome=outcome,
     )

@@ -19,12 +19,11 @@ from airoi.api.common import (
     PrincipalDep,
     UpdatedSince,
     person,
-    since,
     text_datetime,
 )
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 Stage = Literal[
     "identified",
@@ -152,7 +151,7 @@ def list_initiatives(
         cursor=cursor,
         limit=limit,
         build=build_initiative,
-        updated_since=since(updated_since),
+        updated_since=parse_updated_since(updated_since),
         without_samples=None if include_sample else True,
     )
     return InitiativeList(data=list(page.rows), page=page.info)

@@ -17,11 +17,10 @@ from airoi.api.common import (
     PrincipalDep,
     UpdatedSince,
     person,
-    since,
     text_datetime,
 )
 from airoi.db.tables import integrations, users
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
 AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
@@ -130,7 +129,7 @@ def list_integrations(
         cursor=cursor,
         limit=limit,
         build=build_integration,
-        updated_since=since(updated_since),
+        updated_since=parse_updated_since(updated_since),
         platform=platform,
         status=status,
     )

@@ -14,11 +14,10 @@ from airoi.api.common import (
     Limit,
     PrincipalDep,
     UpdatedSince,
-    since,
     text_datetime,
 )
 from airoi.db.tables import metrics
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 
 class Metric(msgspec.Struct):
@@ -83,6 +82,6 @@ def list_metrics(
         cursor=cursor,
         limit=limit,
         build=build_metric,
-        updated_since=since(updated_since),
+        updated_since=parse_updated_since(updated_since),
     )
     return MetricList(data=list(page.rows), page=page.info)

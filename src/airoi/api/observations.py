@@ -20,12 +20,11 @@ from airoi.api.common import (
     Source,
     UpdatedSince,
     entry_filters,
-    since,
     source_shape,
 )
 from airoi.api.rows import Shape, iso_ms
 from airoi.db.tables import observations
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 
 class Observation(msgspec.Struct):
@@ -109,7 +108,7 @@ def list_observations(
         cursor=cursor,
         limit=limit,
         build=OBSERVATION.build,
-        updated_since=since(updated_since),
+        updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         metric_key=metric_key,
     )

@@ -23,12 +23,11 @@ from airoi.api.common import (
     UpdatedSince,
     entry_filters,
     periods,
-    since,
     source_shape,
 )
 from airoi.api.rows import Shape, iso_ms
 from airoi.db.tables import value_entries
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
 
@@ -126,7 +125,7 @@ def list_value_entries(
         cursor=cursor,
         limit=limit,
         build=VALUE_ENTRY.build,
-        updated_since=since(updated_since),
+        updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         status=status,
         **periods(period_from, period_to),
