@@ -15,13 +15,20 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
    core 1; an httpx.AsyncClient with the same concurrency when wrk is missing): requests/s,
    p50, p99 of the same four pages, and requests/s over the ceiling's pages/s.
 3. walk: every cost entry of the account at limit 500 by one sequential client following
-   next_cursor, rows/s, against the same walk on the raw driver.
+   next_cursor, rows/s, against the same walk on the raw driver. The client checks and
+   counts each row without making it a Python object (the ceiling decodes nothing); a
+   second walk makes every row a dict, as a client keeping them would, and is printed too.
 4. peer (SQLite only): `datasette serve --immutable` on the same file, its table JSON for
    cost_entries?account_id=1&_sort=updated_at&_size=100&_nosuggest=1 (Datasette orders by
    the sort column, then the primary key: updated_at, id), driven like the service.
 5. memory: the server's peak RSS (VmHWM from /proc) after all of the above.
 6. profile: py-spy sampling the server while wrk drives the limit-100 first page; the top
    places by own time and by inclusive time (file:function, share of samples).
+7. HTTP floor: the same server (uvicorn, one worker, core 0) running a bare ASGI app that
+   sends the ceiling's first page as a fixed body (bench/floor_app.py), driven by the same
+   wrk: what HTTP alone costs per page. A server doing exactly the ceiling's work and then
+   HTTP's reaches 1 / (1/ceiling + 1/floor) pages/s; that over the ceiling is the most any
+   service on this server can reach, and the service is shown against it.
 
 The machine has 2 cores and other work may run on it: the load average is printed before and
 after; the figures are only as quiet as it was. Rate limiting is lifted for the run
@@ -50,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import orjson
 import psycopg
 from sqlalchemy.engine import make_url
@@ -311,19 +319,39 @@ def ok(response: httpx.Response) -> httpx.Response:
     return response
 
 
-def walk_service(base: str, rows_expected: int) -> dict[str, float]:
-    """Every cost entry at limit 500, one sequential client following next_cursor."""
+class _PageInfo(msgspec.Struct):
+    has_more: bool
+    next_cursor: str | None
+
+
+class _WalkPage(msgspec.Struct):
+    # Each row is checked to be well-formed JSON and counted, not made into Python objects:
+    # the walk measures the service, and the ceiling it is set against decodes nothing.
+    data: list[msgspec.Raw]
+    page: _PageInfo
+
+
+def walk_service(base: str, rows_expected: int, *, decode_rows: bool) -> dict[str, float]:
+    """Every cost entry at limit 500, one sequential client following next_cursor; with
+    `decode_rows` it makes every row a dict (orjson), as a client keeping them would."""
     rows = pages = 0
     params: dict[str, Any] = {"limit": WALK_LIMIT}
+    decoder = msgspec.json.Decoder(_WalkPage)
     started = time.perf_counter()
     with httpx.Client(base_url=base, headers=HEADERS, timeout=60) as client:
         for _ in range(rows_expected // WALK_LIMIT + 2):
-            page = orjson.loads(ok(client.get("cost_entries", params=params)).content)
-            rows += len(page["data"])
+            body = ok(client.get("cost_entries", params=params)).content
+            if decode_rows:
+                whole = orjson.loads(body)
+                count, info = len(whole["data"]), _PageInfo(**whole["page"])
+            else:
+                page = decoder.decode(body)
+                count, info = len(page.data), page.page
+            rows += count
             pages += 1
-            if not page["page"]["has_more"]:
+            if not info.has_more:
                 break
-            params["cursor"] = page["page"]["next_cursor"]
+            params["cursor"] = info.next_cursor
     seconds = time.perf_counter() - started
     return {"rows": rows, "pages": pages, "s": seconds, "rows_per_s": rows / seconds}
 
@@ -470,16 +498,32 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
             figures[f"service_{label}"] = drive(
                 f"{base}cost_entries?{query}", args.seconds, args.connections
             )
-        figures["service_walk"] = walk_service(base, args.cost_entries)
+        figures["service_walk"] = walk_service(base, args.cost_entries, decode_rows=False)
+        figures["service_walk_decoded"] = walk_service(base, args.cost_entries, decode_rows=True)
         figures["peak_rss_mb"] = peak_rss_mb(pid)
         figures["profile"] = profile(
             pid, f"{base}cost_entries?limit=100", args.profile_seconds, args.connections, 12
         )
+    for limit in LIMITS:
+        figures[f"floor_{limit}"] = http_floor(raw.page(limit, None)[0], work, args)
     raw.close()
 
     if name == "sqlite" and shutil.which("datasette"):
         figures["datasette"] = datasette(url, args)
     return figures
+
+
+def http_floor(body: bytes, work: Path, args: argparse.Namespace) -> dict[str, float]:
+    """The same server serving `body` from a bare ASGI app (bench.floor_app): what HTTP costs
+    per page here, before any application work."""
+    path = work / "floor-body.json"
+    path.write_bytes(body)
+    port = free_port()
+    argv = [sys.executable, "-m", "uvicorn", "bench.floor_app:app", "--port", str(port)]
+    argv += ["--log-level", "warning", "--no-access-log"]
+    url = f"http://127.0.0.1:{port}/"
+    with server(argv, {"AIROI_FLOOR_BODY": str(path)}, url):
+        return drive(url, args.seconds, args.connections)
 
 
 def datasette(url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -525,6 +569,22 @@ def report(f: dict[str, Any]) -> list[str]:
                 f"{ratio:7.2f}x  {verdict(ratio, TARGETS['page_over_ceiling'], True)}"
             )
     for limit in LIMITS:
+        if f"floor_{limit}" not in f:
+            continue
+        # A server that did exactly the ceiling's work and then HTTP's: pages/s of the two
+        # costs added, and that over the ceiling, the most any service here could reach.
+        ceiling, floor = f[f"ceiling_first_{limit}"]["per_s"], f[f"floor_{limit}"]["rps"]
+        bound = 1 / (1 / ceiling + 1 / floor)
+        f[f"bound_{limit}"] = bound
+        f[f"bound_over_ceiling_{limit}"] = bound / ceiling
+        f[f"service_over_bound_{limit}"] = f[f"service_first_{limit}"]["rps"] / bound
+        lines.append(
+            f"HTTP floor, limit {limit}: a bare ASGI app on the same server sending the "
+            f"ceiling's body: {floor:,.0f} req/s; ceiling + floor = {bound:,.0f} pages/s "
+            f"({bound / ceiling:.2f}x the ceiling); the service is "
+            f"{f[f'service_over_bound_{limit}']:.2f}x of that"
+        )
+    for limit in LIMITS:
         for side, key in (("ceiling", "per_s"), ("service", "rps")):
             first, deep = f[f"{side}_first_{limit}"][key], f[f"{side}_deep_{limit}"][key]
             slower = first / deep
@@ -541,6 +601,13 @@ def report(f: dict[str, Any]) -> list[str]:
         f"({ceiling_walk['s']:.1f} s); {f['walk_over_ceiling']:.2f}x  "
         f"{verdict(f['walk_over_ceiling'], TARGETS['walk_over_ceiling'], True)}"
     )
+    if "service_walk_decoded" in f:
+        decoded = f["service_walk_decoded"]
+        f["walk_decoded_over_ceiling"] = decoded["rows_per_s"] / ceiling_walk["rows_per_s"]
+        lines.append(
+            f"walk again, the client making every row a dict: {decoded['rows_per_s']:,.0f} "
+            f"rows/s ({decoded['s']:.1f} s); {f['walk_decoded_over_ceiling']:.2f}x"
+        )
     if "datasette" in f:
         d = f["datasette"]
         ours = f["service_first_100"]["rps"]

@@ -76,12 +76,23 @@ def test_shape_builds_nested_structs_positionally(engine: Engine) -> None:
         literal(4, Integer()),
     )
     with engine.connect() as conn:
-        row = conn.execute(select(*shape.columns, literal(99, Integer()))).one()
+        rows = conn.execute(select(*shape.columns, literal(99, Integer()))).all()
     # Columns after the Shape's own (the keyset ones) are ignored.
-    assert shape.build(row) == Outer(x=1, inner=Inner(a=2, b=None), y="three", z=4)
-    assert msgspec.json.encode(shape.build(row)) == (
-        b'{"x":1,"inner":{"a":2,"b":null},"y":"three","z":4}'
-    )
+    (built,) = shape.builder()(rows)
+    assert built == Outer(x=1, inner=Inner(a=2, b=None), y="three", z=4)
+    assert msgspec.json.encode(built) == b'{"x":1,"inner":{"a":2,"b":null},"y":"three","z":4}'
+
+
+def test_shape_builder_applies_each_columns_processor_in_place() -> None:
+    shape = Shape(Outer, literal(1), Shape(Inner, literal(2), literal(3)), literal(4), literal(5))
+    rows = [(1, 2, "b", "y", 4, "keyset"), (10, 20, None, "yy", 40, "keyset")]
+    # Column 2 (Inner.b) and column 3 (y) are processed; the others pass as they are.
+    builder = shape.builder([None, None, lambda v: None if v is None else v.upper(), str.title])
+    assert builder(rows) == [
+        Outer(x=1, inner=Inner(a=2, b="B"), y="Y", z=4),
+        Outer(x=10, inner=Inner(a=20, b=None), y="Yy", z=40),
+    ]
+    assert builder([]) == []
 
 
 def test_shape_refuses_a_column_count_that_does_not_match_the_fields() -> None:

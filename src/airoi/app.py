@@ -5,6 +5,7 @@ The order of checks is SEMANTICS R30: routing (404, 405) first, then the token
 existence (404).
 """
 
+import gc
 import logging
 import re
 import sys
@@ -94,17 +95,20 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
     ) -> AuthenticationResult:
         engine: Engine = connection.app.state.engine
         authorization = connection.headers.get("authorization")
-        with engine.connect() as conn:
-            principal = authenticate(conn, authorization)
         context = request_context(connection.scope)  # type: ignore[arg-type]
-        if context is not None:
-            context.account_id = principal.account_id
+        if context is None:
+            raise RuntimeError("the app's outermost layer gives every request a context")
+        # The API's handlers read through the connection the token is looked up on; the tool
+        # endpoint opens its own, so it does not keep this one while it works.
+        principal = authenticate(context.hold(engine), authorization)
+        if not connection.scope["path"].startswith(f"{API_PREFIX}/"):
+            context.release()
+        context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
         # Keyed by the token's hash, never the token (SEMANTICS R15).
         standing = limiter.hit(hash_token(bearer_secret(authorization)))
         if standing is not None:
-            if context is not None:
-                context.response_headers.update(standing.headers())
+            context.response_headers.update(standing.headers())
             if not standing.allowed:
                 wait = standing.seconds_to_reset()
                 raise ApiError(
@@ -297,7 +301,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         security=[{"bearerAuth": []}],
         dependencies={
             "principal": Provide(provide_principal, sync_to_thread=False),
-            "db": Provide(provide_db),
+            "db": Provide(provide_db, sync_to_thread=False),
             "today": Provide(provide_today, sync_to_thread=False),
         },
     )
@@ -369,6 +373,10 @@ def app_from_env() -> Litestar:
         access_log.propagate = False
     app = create_app(Settings.from_env())
     serving_schema_check(app.state.engine)
+    # What start-up made (modules, routes, compiled statements) lives as long as the process:
+    # set it aside so that the full collections a busy worker runs do not walk it every time.
+    gc.collect()
+    gc.freeze()
     return app
 
 

@@ -11,20 +11,32 @@ import base64
 import binascii
 import hashlib
 import hmac
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 import msgspec
-from sqlalchemy import ColumnElement, Connection, Select, Table, bindparam, tuple_, type_coerce
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    Table,
+    bindparam,
+    select,
+    tuple_,
+    type_coerce,
+)
 from sqlalchemy.types import NullType
 
+from airoi.api.rows import Shape
+from airoi.db.prepared import Prepared
 from airoi.db.types import read_stored_datetime
 from airoi.errors import bad_parameter
 from airoi.timeutil import parse_datetime
 
 T = TypeVar("T")
+S = TypeVar("S", bound=msgspec.Struct)
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -113,7 +125,8 @@ ExistenceCheck = Callable[[Connection, int, Any], None]
 
 class ListQuery:
     """One list endpoint's page query: `query` narrowed to the account, with the filters a
-    request uses, in keyset order of `table`'s (updated_at, id).
+    request uses, in keyset order of `table`'s (updated_at, id). Its rows are finished by the
+    caller's `build`; `ShapedList` is the one whose rows are a Shape's Structs.
 
     `filters` maps a filter's name to its condition; a condition that takes a value reads it
     from `bindparam(name)`, a flag (such as leaving samples out) takes none. The statement for
@@ -174,6 +187,20 @@ class ListQuery:
         **values: Any,
     ) -> Page[T]:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
+        key, params = self._request(conn, account_id, cursor, limit, values)
+        fetched = conn.execute(self.statement(*key), params).all()
+        rows, has_more, next_cursor = self._cut(fetched, limit)
+        return Page([build(row) for row in rows], has_more, next_cursor)
+
+    def _request(
+        self,
+        conn: Connection,
+        account_id: int,
+        cursor: str | None,
+        limit: int,
+        values: Mapping[str, Any],
+    ) -> tuple[tuple[frozenset[str], bool], dict[str, Any]]:
+        """Which statement a request runs, and its values; 400 or 404 as R30 orders them."""
         used = {name: value for name, value in values.items() if value is not None}
         position = None if cursor is None else decode_cursor(self.endpoint, cursor)
         for name, check in self.must_exist.items():
@@ -184,8 +211,12 @@ class ListQuery:
         if position is not None:
             params["after_updated_at"] = position.updated_at
             params["after_id"] = position.id
-        statement = self.statement(frozenset(used), position is not None)
-        rows = conn.execute(statement, params).all()
+        return (frozenset(used), position is not None), params
+
+    def _cut(
+        self, rows: Sequence[Sequence[Any]], limit: int
+    ) -> tuple[Sequence[Sequence[Any]], bool, str | None]:
+        """The rows to serve (one more was fetched to know), has_more and next_cursor."""
         has_more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = None
@@ -194,4 +225,45 @@ class ListQuery:
             stamp = last[-2]
             stamp = stamp if isinstance(stamp, datetime) else read_stored_datetime(stamp)
             next_cursor = encode_cursor(self.endpoint, Position(stamp, last[-1]))
-        return Page([build(row) for row in rows], has_more, next_cursor)
+        return rows, has_more, next_cursor
+
+
+class ShapedList(ListQuery, Generic[S]):
+    """A `ListQuery` whose rows are `shape`'s Structs, run `Prepared` on the driver (see
+    `airoi.db.prepared`) and built by the Shape's generated builder."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        shape: Shape[S],
+        table: Table,
+        filters: Mapping[str, ColumnElement[bool]] | None = None,
+        *,
+        must_exist: Mapping[str, ExistenceCheck] | None = None,
+    ) -> None:
+        super().__init__(endpoint, select(*shape.columns), table, filters, must_exist=must_exist)
+        self.shape = shape
+        self._prepared: dict[tuple[frozenset[str], bool], Prepared] = {}
+        self._builders: dict[str, Callable[[Iterable[Sequence[Any]]], list[S]]] = {}
+
+    def rows(
+        self,
+        conn: Connection,
+        account_id: int,
+        *,
+        cursor: str | None,
+        limit: int,
+        **values: Any,
+    ) -> Page[S]:
+        """One page of the account's rows; `values` are the filters' (None: not filtering)."""
+        key, params = self._request(conn, account_id, cursor, limit, values)
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepared = self._prepared[key] = Prepared(self.statement(*key))
+        rows, has_more, next_cursor = self._cut(prepared.rows(conn, params), limit)
+        builder = self._builders.get(conn.dialect.name)
+        if builder is None:
+            # Every statement of the list selects the same columns, so shares processors.
+            processors = prepared.result_processors(conn.dialect)
+            builder = self._builders[conn.dialect.name] = self.shape.builder(processors)
+        return Page(builder(rows), has_more, next_cursor)

@@ -2,9 +2,10 @@
 
 `observe(app, metrics)` wraps the app's ASGI handler outermost. It gives each
 request a `RequestContext` in its scope, which the inner layers fill (the
-authentication middleware sets the account and the rate-limit headers; the
-error handler reads the request id into the error body), and on the way out it
-adds the context's headers to the response, writes one JSON line on the
+authentication middleware sets the account and the rate-limit headers and holds
+the request's database connection; the error handler reads the request id into
+the error body), and on the way out it returns the connection to the pool, adds
+the context's headers to the response, writes one JSON line on the
 `airoi.access` logger and counts the request by route template and status.
 
 The log line holds the method, the path without its query string, the status,
@@ -22,9 +23,12 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from litestar import Litestar, Request, get
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
 
 SCOPE_KEY = "airoi.request"
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -53,6 +57,21 @@ class RequestContext:
     method: str
     account_id: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
+    # The one pooled connection a request reads through: the token lookup checks it out,
+    # the handler uses it, and it goes back to the pool before the first byte of the answer
+    # is sent (or when the request ends, whichever is first), so it is never held while
+    # the answer waits on a slow client.
+    connection: Connection | None = None
+
+    def hold(self, engine: Engine) -> Connection:
+        if self.connection is None:
+            self.connection = engine.connect()
+        return self.connection
+
+    def release(self) -> None:
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            connection.close()
 
 
 def request_context(scope: MutableMapping[str, Any]) -> RequestContext | None:
@@ -145,6 +164,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
         async def send_with_headers(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
+                context.release()
                 status = message["status"]
                 extra = [(REQUEST_ID_HEADER.lower(), context.request_id)]
                 extra += [(k.lower(), v) for k, v in context.response_headers.items()]
@@ -157,6 +177,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
         try:
             await inner(scope, receive, send_with_headers)
         finally:
+            context.release()
             seconds = time.perf_counter() - started
             route = scope.get("path_template") or UNMATCHED_ROUTE
             method = context.method if context.method in _METHODS else "other"

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
 from limits.errors import StorageError
-from limits.storage import storage_from_string
-from limits.strategies import FixedWindowRateLimiter
+from limits.storage import Storage, storage_from_string
 
 NAMESPACE = "airoi:token"
 # A counter store that does not answer at once is treated as away.
@@ -68,13 +67,20 @@ class RateLimiter:
             )
         else:
             storage = storage_from_string("memory://")
-        self.strategy = FixedWindowRateLimiter(storage)
+        assert isinstance(storage, Storage)  # the synchronous kind, for these URLs
+        self.storage = storage
 
     def hit(self, token_hash: str) -> Standing | None:
-        """Count one request of the token; None when the counter store cannot be reached."""
+        """Count one request of the token; None when the counter store cannot be reached.
+
+        The fixed window of `limits`' FixedWindowRateLimiter, with the count the increment
+        returns used as it is: two calls to the store (two Redis round trips), where the
+        strategy's hit and window statistics take three.
+        """
+        key = self.item.key_for(NAMESPACE, token_hash)
         try:
-            allowed = self.strategy.hit(self.item, NAMESPACE, token_hash)
-            stats = self.strategy.get_window_stats(self.item, NAMESPACE, token_hash)
+            count = self.storage.incr(key, self.item.get_expiry())
+            reset_at = self.storage.get_expiry(key)
         except StorageError as exc:
             logger.warning(
                 "rate limit store unreachable, request not counted: %s",
@@ -82,8 +88,8 @@ class RateLimiter:
             )
             return None
         return Standing(
-            allowed=allowed,
+            allowed=count <= self.item.amount,
             limit=self.item.amount,
-            remaining=stats.remaining,
-            reset_at=stats.reset_time,
+            remaining=max(0, self.item.amount - count),
+            reset_at=reset_at,
         )

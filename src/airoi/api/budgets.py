@@ -30,6 +30,7 @@ from airoi.api.common import (
     Today,
     person,
 )
+from airoi.api.rows import Row
 from airoi.auth import Principal
 from airoi.db.tables import budget_versions, cost_entries, fx_rates, initiatives, users
 from airoi.finance.budgets import BudgetFigures, BudgetVersion, budget_figures
@@ -39,7 +40,7 @@ from airoi.listing import ListQuery, PageInfo
 BudgetStatus = Literal["no_budget", "scheduled", "within", "over"]
 
 
-class CurrentVersion(msgspec.Struct):
+class CurrentVersion(Row):
     id: int
     effective_from: date
     ends_on: date | None
@@ -51,7 +52,7 @@ class CurrentVersion(msgspec.Struct):
     set_by: Person | None
 
 
-class BudgetRow(msgspec.Struct):
+class BudgetRow(Row):
     initiative_id: int
     budgeted: bool
     status: BudgetStatus

@@ -1,10 +1,8 @@
 """What every endpoint module shares: shared Structs, parameter types, responses, filters."""
 
-from collections.abc import AsyncIterator
 from datetime import date, datetime
 from typing import Annotated, Any
 
-import msgspec
 from litestar import Request
 from litestar.datastructures import State
 from litestar.di import NamedDependency
@@ -13,11 +11,12 @@ from litestar.openapi.spec import OpenAPIFormat
 from litestar.params import KwargDefinition, Parameter
 from sqlalchemy import ColumnElement, Connection, Table, bindparam, exists, select
 
-from airoi.api.rows import Shape
+from airoi.api.rows import Row, Shape
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
 from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT
+from airoi.observability import request_context
 from airoi.timeutil import format_datetime
 
 MAX_ID = 2**63 - 1
@@ -27,14 +26,14 @@ DateTimeText = Annotated[
 ]
 
 
-class Person(msgspec.Struct):
+class Person(Row):
     """A person, by name only (never an e-mail address)."""
 
     id: int
     name: str
 
 
-class Source(msgspec.Struct):
+class Source(Row):
     """Where a record came from: typed in, imported or brought in by a connection."""
 
     type: str | None
@@ -128,14 +127,16 @@ def provide_principal(request: Request[Principal, Any, State]) -> Principal:
     return request.user
 
 
-async def provide_db(state: State, principal: PrincipalDep) -> AsyncIterator[Connection]:
-    # An async generator: the framework closes it on the event loop, where a sync one's
-    # cleanup costs a hop to a worker thread per request. Nothing awaits while it is open.
+def provide_db(request: Request[Principal, Any, State], principal: PrincipalDep) -> Connection:
+    """The connection the token was looked up on (one pool checkout per request; the
+    outermost layer returns it: see `airoi.observability.RequestContext`)."""
     # It names the principal so that the two are resolved one after the other: independent
     # dependencies are resolved side by side, in a task group started for every request.
     del principal
-    with state.engine.connect() as conn:
-        yield conn
+    context = request_context(request.scope)  # type: ignore[arg-type]
+    if context is None:
+        raise RuntimeError("a request's connection is held by its RequestContext")
+    return context.hold(request.app.state.engine)
 
 
 def require_initiative(db: Connection, account_id: int, initiative_id: int) -> None:

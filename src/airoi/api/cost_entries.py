@@ -5,7 +5,6 @@ from typing import Literal
 
 import msgspec
 from litestar import get
-from sqlalchemy import select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -24,12 +23,12 @@ from airoi.api.common import (
     periods,
     source_shape,
 )
-from airoi.api.rows import Shape, iso_ms
+from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import cost_entries
-from airoi.listing import ListQuery, PageInfo, parse_updated_since
+from airoi.listing import PageInfo, ShapedList, parse_updated_since
 
 
-class CostEntry(msgspec.Struct):
+class CostEntry(Row):
     id: int
     initiative_id: int
     amount_cents: int | None
@@ -75,9 +74,9 @@ COST_ENTRY = Shape(
     iso_ms(_c.created_at),
     iso_ms(_c.updated_at),
 )
-COST_ENTRIES = ListQuery(
+COST_ENTRIES = ShapedList(
     "cost_entries",
-    select(*COST_ENTRY.columns),
+    COST_ENTRY,
     cost_entries,
     entry_filters(cost_entries, periods=True),
     must_exist=INITIATIVE_MUST_EXIST,
@@ -106,12 +105,11 @@ def list_cost_entries(
     period_from: PeriodFrom = None,
     period_to: PeriodTo = None,
 ) -> CostEntryList:
-    page = COST_ENTRIES.page(
+    page = COST_ENTRIES.rows(
         db,
         principal.account_id,
         cursor=cursor,
         limit=limit,
-        build=COST_ENTRY.build,
         updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         **periods(period_from, period_to),

@@ -24,6 +24,7 @@ from airoi.api.common import (
     text_datetime,
 )
 from airoi.api.initiatives import Stage
+from airoi.api.rows import Row
 from airoi.db.tables import decisions, users
 from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
@@ -39,7 +40,7 @@ OUTCOME_LABELS: dict[str, str] = {
 }
 
 
-class Decision(msgspec.Struct):
+class Decision(Row):
     id: int
     initiative_id: int | None
     subject_title: str

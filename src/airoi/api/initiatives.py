@@ -21,6 +21,7 @@ from airoi.api.common import (
     person,
     text_datetime,
 )
+from airoi.api.rows import Row
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
 from airoi.listing import ListQuery, PageInfo, parse_updated_since
@@ -37,7 +38,7 @@ Stage = Literal[
 ]
 
 
-class Initiative(msgspec.Struct):
+class Initiative(Row):
     id: int
     title: str
     description: str | None

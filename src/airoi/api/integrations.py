@@ -19,6 +19,7 @@ from airoi.api.common import (
     person,
     text_datetime,
 )
+from airoi.api.rows import Row
 from airoi.db.tables import integrations, users
 from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
@@ -26,7 +27,7 @@ IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
 AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
 
 
-class Integration(msgspec.Struct):
+class Integration(Row):
     id: int
     platform: str
     name: str | None

@@ -16,11 +16,12 @@ from airoi.api.common import (
     UpdatedSince,
     text_datetime,
 )
+from airoi.api.rows import Row
 from airoi.db.tables import metrics
 from airoi.listing import ListQuery, PageInfo, parse_updated_since
 
 
-class Metric(msgspec.Struct):
+class Metric(Row):
     id: int
     metric_key: str
     name: str

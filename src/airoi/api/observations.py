@@ -6,7 +6,7 @@ from typing import Annotated
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -22,12 +22,12 @@ from airoi.api.common import (
     entry_filters,
     source_shape,
 )
-from airoi.api.rows import Shape, iso_ms
+from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import observations
-from airoi.listing import ListQuery, PageInfo, parse_updated_since
+from airoi.listing import PageInfo, ShapedList, parse_updated_since
 
 
-class Observation(msgspec.Struct):
+class Observation(Row):
     id: int
     metric_id: int | None
     metric_key: str | None
@@ -71,9 +71,9 @@ OBSERVATION = Shape(
     iso_ms(_c.created_at),
     iso_ms(_c.updated_at),
 )
-OBSERVATIONS = ListQuery(
+OBSERVATIONS = ShapedList(
     "observations",
-    select(*OBSERVATION.columns),
+    OBSERVATION,
     observations,
     {**entry_filters(observations), "metric_key": _c.metric_key == bindparam("metric_key")},
     must_exist=INITIATIVE_MUST_EXIST,
@@ -102,12 +102,11 @@ def list_observations(
         ),
     ] = None,
 ) -> ObservationList:
-    page = OBSERVATIONS.page(
+    page = OBSERVATIONS.rows(
         db,
         principal.account_id,
         cursor=cursor,
         limit=limit,
-        build=OBSERVATION.build,
         updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         metric_key=metric_key,

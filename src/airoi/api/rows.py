@@ -4,12 +4,12 @@ A `Shape` pairs a response Struct with one SQL column per field, in field order,
 already in its wire form: datetimes are formatted by the database (`iso_ms`), booleans and
 dates come through the column types' own result processing. Building a row is then one
 positional Struct call (plus one per nested Struct), and msgspec encodes it: no per-row
-Python formatting and no attribute lookups by name.
+Python formatting and no attribute lookups by name. `Row` is the base of served rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -22,6 +22,12 @@ from sqlalchemy.sql.functions import FunctionElement
 from airoi.db.types import ServedTextDatetime
 
 S = TypeVar("S", bound=msgspec.Struct)
+
+
+class Row(msgspec.Struct, gc=False):
+    """A served row: plain values and nested rows, never part of a reference cycle, so the
+    cycle collector need not track it. A 500-row page makes a few thousand of them, and
+    tracked they set off collections that walk the young objects again and again."""
 
 
 class iso_ms(FunctionElement[str]):
@@ -67,8 +73,8 @@ class Shape(Generic[S]):
         self.struct = struct
         # Every column, nested Shapes' flattened in place, unlabelled; `columns` labels them.
         self.raw: list[ColumnElement[Any]] = []
-        # Runs of plain columns are passed on as one slice; a nested Shape builds its Struct
-        # from its own slice. (start, stop, nested Shape or None)
+        # Runs of plain columns, and nested Shapes, by their place among the columns:
+        # (start, stop, nested Shape or None).
         self._parts: list[tuple[int, int, Shape[Any] | None]] = []
         for field in fields:
             start = len(self.raw)
@@ -88,13 +94,37 @@ class Shape(Generic[S]):
         """The columns to select, labelled by position (names may repeat across nests)."""
         return [column.label(f"f{i}") for i, column in enumerate(self.raw)]
 
-    def build(self, row: Sequence[Any]) -> S:
-        if len(self._parts) == 1:
-            return self.struct(*row[: self.width])
-        values: list[Any] = []
-        for start, stop, nested in self._parts:
-            if nested is None:
-                values.extend(row[start:stop])
-            else:
-                values.append(nested.build(row[start:stop]))
-        return self.struct(*values)
+    def builder(
+        self, processors: Sequence[Callable[[Any], Any] | None] = ()
+    ) -> Callable[[Iterable[Sequence[Any]]], list[S]]:
+        """A function making the Structs of many rows at once (columns after the Shape's own,
+        such as the keyset ones, are ignored). `processors[i]`, when given and not None,
+        turns column i's driver value into the served one (SQLite's 0/1 into a boolean).
+
+        It is generated from the Shape, one positional call per Struct in a single list
+        comprehension: for a 500-row page that is half the time of slicing each row.
+        """
+        namespace: dict[str, Any] = {}
+
+        def value(i: int) -> str:
+            process = processors[i] if i < len(processors) else None
+            if process is None:
+                return f"r[{i}]"
+            namespace[f"p{i}"] = process
+            return f"p{i}(r[{i}])"
+
+        def call(shape: Shape[Any], offset: int) -> str:
+            name = f"S{sum(1 for key in namespace if key.startswith('S'))}"
+            namespace[name] = shape.struct
+            args = []
+            for start, stop, nested in shape._parts:
+                if nested is None:
+                    args += [value(offset + i) for i in range(start, stop)]
+                else:
+                    args.append(call(nested, offset + start))
+            return f"{name}({', '.join(args)})"
+
+        source = f"lambda rows: [{call(self, 0)} for r in rows]"
+        # The text is made above from the Shape's own fields and nothing else.
+        built: Callable[[Iterable[Sequence[Any]]], list[S]] = eval(source, namespace)  # noqa: S307
+        return built

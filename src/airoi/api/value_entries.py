@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -25,14 +25,14 @@ from airoi.api.common import (
     periods,
     source_shape,
 )
-from airoi.api.rows import Shape, iso_ms
+from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import value_entries
-from airoi.listing import ListQuery, PageInfo, parse_updated_since
+from airoi.listing import PageInfo, ShapedList, parse_updated_since
 
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
 
 
-class ValueEntry(msgspec.Struct):
+class ValueEntry(Row):
     id: int
     initiative_id: int
     amount_cents: int | None
@@ -85,9 +85,9 @@ VALUE_ENTRY = Shape(
     iso_ms(_c.created_at),
     iso_ms(_c.updated_at),
 )
-VALUE_ENTRIES = ListQuery(
+VALUE_ENTRIES = ShapedList(
     "value_entries",
-    select(*VALUE_ENTRY.columns),
+    VALUE_ENTRY,
     value_entries,
     {**entry_filters(value_entries, periods=True), "status": _c.status == bindparam("status")},
     must_exist=INITIATIVE_MUST_EXIST,
@@ -119,12 +119,11 @@ def list_value_entries(
         ValueStatus | None, Parameter(description="Only entries with this status.")
     ] = None,
 ) -> ValueEntryList:
-    page = VALUE_ENTRIES.page(
+    page = VALUE_ENTRIES.rows(
         db,
         principal.account_id,
         cursor=cursor,
         limit=limit,
-        build=VALUE_ENTRY.build,
         updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         status=status,

@@ -43,10 +43,10 @@ def make_engine(
                 cur.execute("PRAGMA query_only=ON")
             cur.close()
             if statement_timeout_ms is not None:
-                _install_sqlite_timeout(dbapi_conn, record)
+                _install_sqlite_timeout(dbapi_conn, record, statement_timeout_ms / 1000)
 
         if statement_timeout_ms is not None:
-            _arm_sqlite_timeout(engine, statement_timeout_ms / 1000)
+            _arm_sqlite_timeout(engine)
         return engine
     connect_args: dict[str, Any] = {}
     options = []
@@ -61,29 +61,52 @@ def make_engine(
     return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
 
 
-def _install_sqlite_timeout(dbapi_conn: Any, record: Any) -> None:
+class _Deadline:
+    """When the running statement on one SQLite connection is to be interrupted."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = math.inf
+
+    def arm(self) -> None:
+        self.at = time.monotonic() + self.seconds
+
+    def disarm(self) -> None:
+        self.at = math.inf
+
+
+def arm_deadline(info: dict[Any, Any]) -> None:
+    """Give the statement about to run its time, from now (given the connection's `info`).
+
+    SQLAlchemy's own executions are armed by an event; code running a statement on the
+    driver itself calls this. Without a statement timeout (or on PostgreSQL, where the
+    server keeps it) there is nothing to arm.
+    """
+    deadline = info.get(_DEADLINE)
+    if deadline is not None:
+        deadline.arm()
+
+
+def _install_sqlite_timeout(dbapi_conn: Any, record: Any, seconds: float) -> None:
     """A progress handler interrupting the running statement once its deadline has passed."""
-    deadline = [math.inf]
-    record.info[_DEADLINE] = deadline
+    deadline = record.info[_DEADLINE] = _Deadline(seconds)
 
     def past_deadline() -> int:
-        return 1 if time.monotonic() > deadline[0] else 0
+        return 1 if time.monotonic() > deadline.at else 0
 
     dbapi_conn.set_progress_handler(past_deadline, _SQLITE_PROGRESS_STEPS)
 
 
-def _arm_sqlite_timeout(engine: Engine, seconds: float) -> None:
-    """Each statement gets `seconds` from its start (fetching its rows included)."""
+def _arm_sqlite_timeout(engine: Engine) -> None:
+    """Each statement gets its seconds from its start (fetching its rows included)."""
 
     @event.listens_for(engine, "before_cursor_execute")
     def _start(conn: Any, *_args: Any) -> None:
-        deadline = conn.info.get(_DEADLINE)
-        if deadline is not None:
-            deadline[0] = time.monotonic() + seconds
+        arm_deadline(conn.info)
 
     @event.listens_for(engine, "reset")
     def _disarm(_dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
         # The pool's own rollback on return must never be interrupted.
         deadline = record.info.get(_DEADLINE)
         if deadline is not None:
-            deadline[0] = math.inf
+            deadline.disarm()

@@ -1,0 +1,31 @@
+"""The HTTP floor: an ASGI app that answers every GET with a fixed body, nothing else.
+
+`bench.ceiling` serves it with the same server and options as `airoi serve` (one uvicorn
+worker pinned to the same core, driven by the same wrk) with the ceiling's own page as the
+body, to show what HTTP alone costs per page on this machine. The body's file is named by
+`AIROI_FLOOR_BODY`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+BODY = Path(os.environ["AIROI_FLOOR_BODY"]).read_bytes()
+START = {
+    "type": "http.response.start",
+    "status": 200,
+    "headers": [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(BODY)).encode()),
+    ],
+}
+END = {"type": "http.response.body", "body": BODY, "more_body": False}
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await send(START)
+    await send(END)
