@@ -98,3 +98,20 @@ def test_shape_builder_applies_each_columns_processor_in_place() -> None:
 def test_shape_refuses_a_column_count_that_does_not_match_the_fields() -> None:
     with pytest.raises(TypeError, match="Outer has 4 fields, given 3"):
         Shape(Outer, literal(1), literal(2), literal(3))
+
+
+def test_shaped_lists_read_the_keyset_from_the_served_columns() -> None:
+    # The cursor is made from the last row's served id and updated_at text, so the page
+    # query selects each column once (the walk itself: test_lists, SEMANTICS R13).
+    from airoi.api.cost_entries import COST_ENTRIES, COST_ENTRY
+    from airoi.api.observations import OBSERVATION, OBSERVATIONS
+    from airoi.api.value_entries import VALUE_ENTRIES, VALUE_ENTRY
+
+    for query, shape in (
+        (COST_ENTRIES, COST_ENTRY),
+        (VALUE_ENTRIES, VALUE_ENTRY),
+        (OBSERVATIONS, OBSERVATION),
+    ):
+        for after in (False, True):
+            statement = query.statement(frozenset(), after)
+            assert len(statement.selected_columns) == shape.width

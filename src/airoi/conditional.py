@@ -1,18 +1,23 @@
 """Conditional GET for /api/v1: a strong ETag on every 200, 304 on a matching If-None-Match.
 
-The tag is a SHA-256 of the body bytes, so two answers share a tag exactly when
-they are byte for byte the same. The whole of a 200 is held before it is sent
-(a page is at most 500 rows), which is also what lets a match be answered 304
-with no body. Only a 200 is looked at: the token, the plan and the parameters
-are checked first, so a 304 is never an answer to a request that would be refused.
+The tag is the 128-bit XXH3 hash of the body bytes, so two answers share a tag
+when they are byte for byte the same, and two that differ share one with a chance
+of about 2**-128. It is not a cryptographic hash: it need only tell one body of
+the caller's own account from another, never resist a forger, and on a 500-row
+page (200 KB) it takes 2 microseconds where SHA-256 took 100.
+
+The whole of a 200 is held before it is sent (a page is at most 500 rows),
+which is also what lets a match be answered 304 with no body. Only a 200 is
+looked at: the token, the plan and the parameters are checked first, so a 304
+is never an answer to a request that would be refused.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import MutableMapping
 from typing import Any, cast
 
+import xxhash
 from litestar import Litestar
 
 Message = MutableMapping[str, Any]
@@ -21,7 +26,7 @@ _DROPPED_ON_304 = {b"content-length", b"content-type"}
 
 
 def entity_tag(body: bytes) -> str:
-    return f'"{hashlib.sha256(body).hexdigest()}"'
+    return f'"{xxhash.xxh3_128_hexdigest(body)}"'
 
 
 def none_match(if_none_match: str, tag: str) -> bool:
