@@ -59,6 +59,7 @@ SERVER_PACKAGES = (
     "uvicorn",
     "limits",
     "redis",
+    "xxhash",
 )
 PULL_PACKAGES = ("duckdb", "pyarrow")
 

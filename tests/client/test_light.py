@@ -32,6 +32,7 @@ SERVER_PACKAGES = (
     "uvicorn",
     "limits",
     "redis",
+    "xxhash",
 )
 SERVER_COMMANDS = {
     "serve": ["serve"],

@@ -18,6 +18,7 @@ What `Connection.execute` would do besides, and this keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +95,8 @@ class Prepared:
                 dialect=dialect,
             ) from exc
         finally:
-            cursor.close()
+            with suppress(dialect.loaded_dbapi.Error):  # a lost connection's cursor
+                cursor.close()
 
     def first(self, conn: Connection, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The first row, with the column types' result processing done; None when none."""
