@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
@@ -309,6 +310,34 @@ def test_keyset_walk_orders_by_updated_at_then_id(client: Client, engine: Engine
     assert [r["id"] for r in naive] == [30, 60]
     # The served updated_at is exactly what was stored.
     assert since[0]["updated_at"] == "2026-03-01T10:00:00.000Z"
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_walk_is_exact_when_postgresql_holds_finer_than_milliseconds(
+    client: Client, engine: Engine
+) -> None:
+    # SEMANTICS R13: the loader keeps milliseconds, but a row written another way may hold
+    # microseconds; the cursor is made from the stored value, so no row comes twice.
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    for entry_id in (1, 2, 3, 4, 5):
+        b.cost_entry(initiative, id=entry_id, created_at="2026-01-01T00:00:00Z")
+    b.load(engine)
+    # All within one millisecond, ids out of time order.
+    micros = {5: 125_100, 3: 125_678, 4: 125_678, 1: 125_900, 2: 125_999}
+    with engine.begin() as conn:
+        for entry_id, micro in micros.items():
+            conn.execute(
+                text("UPDATE cost_entries SET updated_at = :at WHERE id = :id"),
+                {"at": datetime(2026, 3, 1, 9, 30, 0, micro), "id": entry_id},
+            )
+    for limit in (1, 2):
+        rows = _walk(client, token, "cost_entries", limit=limit)
+        assert [r["id"] for r in rows] == [5, 3, 4, 1, 2]
+    assert {r["updated_at"] for r in rows} == {"2026-03-01T09:30:00.125Z"}
 
 
 def test_cursors_are_checked(client: Client, engine: Engine) -> None:

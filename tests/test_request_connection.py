@@ -3,14 +3,19 @@
 The token is looked up on the connection the handler then reads through (one checkout,
 not two), and the connection is back in the pool by the time the first message of the
 answer goes out, so a slow client never holds it. A refused request returns it too.
+
+A request must never wait on the event loop while it holds its connection: the pool is
+checked out from the loop's own thread, so requests that wait holding every connection
+would stall the next checkout, and with it the whole worker, until the pool times out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import create_engine, event
 
 from airoi.app import create_app
 from airoi.settings import Settings
@@ -19,11 +24,8 @@ from tests.factories import BundleBuilder
 PATHS = ["/api/v1/cost_entries", "/api/v1/initiatives", "/api/v1/roi", "/api/v1/budgets"]
 
 
-def _ask(app: Any, path: str, token: str, query: str = "") -> list[dict[str, Any]]:
-    """The ASGI messages the app sends for one GET, each with the pool's checked-out count
-    at the moment it was sent."""
-    pool = app.state.engine.pool
-    scope = {
+def _scope(path: str, token: str, query: str = "") -> dict[str, Any]:
+    return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -37,15 +39,22 @@ def _ask(app: Any, path: str, token: str, query: str = "") -> list[dict[str, Any
         "server": ("127.0.0.1", 8000),
         "headers": [(b"host", b"x"), (b"authorization", f"Bearer {token}".encode())],
     }
-    sent: list[dict[str, Any]] = []
 
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
+
+async def _receive() -> dict[str, Any]:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+def _ask(app: Any, path: str, token: str, query: str = "") -> list[dict[str, Any]]:
+    """The ASGI messages the app sends for one GET, each with the pool's checked-out count
+    at the moment it was sent."""
+    pool = app.state.engine.pool
+    sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
         sent.append({**message, "checked_out": pool.checkedout()})
 
-    asyncio.run(app(scope, receive, send))
+    asyncio.run(app(_scope(path, token, query), _receive, send))
     return sent
 
 
@@ -74,3 +83,53 @@ def test_one_checkout_per_request_returned_before_the_answer(db_url: str, engine
         assert app.state.engine.pool.checkedout() == 0
     finally:
         app.state.engine.dispose()
+
+
+def test_requests_at_once_never_wait_holding_the_pool(db_url: str, engine: Any) -> None:
+    # Six requests at once through a pool of two with no overflow: a request that waited on
+    # the loop holding its connection (a dependency resolved in a task group, say) would
+    # leave the third checkout blocking the loop until the pool's 2-second timeout.
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    b.cost_entry(initiative)
+    b.load(engine)
+    small = create_engine(
+        db_url,
+        pool_size=2,
+        max_overflow=0,
+        pool_timeout=2,
+        **({"connect_args": {"check_same_thread": False}} if db_url.startswith("sqlite") else {}),
+    )
+    app = create_app(Settings(database_url=db_url), engine=small)
+    paths = [
+        *PATHS,
+        f"/api/v1/initiatives/{initiative}",
+        "/api/v1/value_entries",
+        "/api/v1/metrics",
+        "/api/v1/observations",
+        "/api/v1/decisions",
+        "/api/v1/integrations",
+    ]
+
+    async def one(path: str) -> int:
+        statuses: list[int] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        await app(_scope(path, token), _receive, send)
+        return statuses[0]
+
+    async def at_once(path: str) -> list[int]:
+        return list(await asyncio.gather(*(one(path) for _ in range(6))))
+
+    try:
+        for path in paths:
+            started = time.perf_counter()
+            assert asyncio.run(at_once(path)) == [200] * 6, path
+            assert time.perf_counter() - started < 1.5, path
+    finally:
+        small.dispose()

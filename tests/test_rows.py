@@ -100,9 +100,13 @@ def test_shape_refuses_a_column_count_that_does_not_match_the_fields() -> None:
         Shape(Outer, literal(1), literal(2), literal(3))
 
 
-def test_shaped_lists_read_the_keyset_from_the_served_columns() -> None:
-    # The cursor is made from the last row's served id and updated_at text, so the page
-    # query selects each column once (the walk itself: test_lists, SEMANTICS R13).
+def test_shaped_lists_read_the_keyset_from_the_served_columns_where_it_is_stored_so() -> None:
+    # SQLite keeps a datetime as the served text, so the cursor is made from the last row's
+    # served id and updated_at and the page selects each column once. PostgreSQL may hold
+    # finer precision than is served, so there the stored value is selected for the cursor
+    # (the walks themselves: test_lists, SEMANTICS R13).
+    from sqlalchemy.dialects import postgresql, sqlite
+
     from airoi.api.cost_entries import COST_ENTRIES, COST_ENTRY
     from airoi.api.observations import OBSERVATION, OBSERVATIONS
     from airoi.api.value_entries import VALUE_ENTRIES, VALUE_ENTRY
@@ -112,6 +116,10 @@ def test_shaped_lists_read_the_keyset_from_the_served_columns() -> None:
         (VALUE_ENTRIES, VALUE_ENTRY),
         (OBSERVATIONS, OBSERVATION),
     ):
+        assert query.serves_keyset(sqlite.dialect())
+        assert not query.serves_keyset(postgresql.psycopg.dialect())
         for after in (False, True):
-            statement = query.statement(frozenset(), after)
-            assert len(statement.selected_columns) == shape.width
+            served = query.statement(frozenset(), after, served=True)
+            assert len(served.selected_columns) == shape.width
+            keyed = query.statement(frozenset(), after)
+            assert len(keyed.selected_columns) == shape.width + 2

@@ -20,6 +20,7 @@ import msgspec
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Dialect,
     Select,
     Table,
     bindparam,
@@ -31,7 +32,7 @@ from sqlalchemy.types import NullType
 
 from airoi.api.rows import Shape, iso_ms
 from airoi.db.prepared import Prepared
-from airoi.db.types import read_stored_datetime
+from airoi.db.types import read_stored_datetime, stores_served_text
 from airoi.errors import bad_parameter
 from airoi.timeutil import parse_datetime
 
@@ -142,25 +143,20 @@ class ListQuery:
         filters: Mapping[str, ColumnElement[bool]] | None = None,
         *,
         must_exist: Mapping[str, ExistenceCheck] | None = None,
-        keyset_at: tuple[int, int] | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.table = table
         self.filters = dict(filters or {})
         self.must_exist = dict(must_exist or {})
         updated_at, row_id = table.c.updated_at, table.c.id
-        self._base = query.where(table.c.account_id == bindparam("account_id"))
-        if keyset_at is None:
-            # The keyset columns ride last in every row, whatever `query` selects before
-            # them. Read as the driver gives it (SQLite: text, PostgreSQL: a datetime):
-            # only the last row's is ever used.
-            self._base = self._base.add_columns(
-                type_coerce(updated_at, NullType()).label("keyset_updated_at"),
-                row_id.label("keyset_id"),
-            )
-            keyset_at = (-2, -1)
-        # Where a row holds its updated_at (stored value or served text) and its id.
-        self._stamp_at, self._id_at = keyset_at
+        self._served_base = query.where(table.c.account_id == bindparam("account_id"))
+        # The keyset columns ride last in every row, whatever `query` selects before them.
+        # Read as the driver gives it (SQLite: text, PostgreSQL: a datetime): only the last
+        # row's is ever used.
+        self._keyed_base = self._served_base.add_columns(
+            type_coerce(updated_at, NullType()).label("keyset_updated_at"),
+            row_id.label("keyset_id"),
+        )
 
         # A row-value comparison, so that SQLite and PostgreSQL both seek the (account_id,
         # updated_at, id) index to the position: the OR spelling made SQLite scan from the
@@ -170,16 +166,20 @@ class ListQuery:
             bindparam("after_id", type_=row_id.type),
         )
         self._order = (updated_at, row_id)
-        self._statements: dict[tuple[frozenset[str], bool], Select[Any]] = {}
+        self._statements: dict[tuple[frozenset[str], bool, bool], Select[Any]] = {}
 
-    def statement(self, used: frozenset[str], after: bool) -> Select[Any]:
-        statement = self._statements.get((used, after))
+    def statement(self, used: frozenset[str], after: bool, served: bool = False) -> Select[Any]:
+        """The page statement for the filters `used`, behind a cursor or not; `served`: without
+        the keyset columns (the rows carry them as served, see `ShapedList`)."""
+        key = (used, after, served)
+        statement = self._statements.get(key)
         if statement is None:
-            statement = self._base.where(*(self.filters[name] for name in sorted(used)))
+            base = self._served_base if served else self._keyed_base
+            statement = base.where(*(self.filters[name] for name in sorted(used)))
             if after:
                 statement = statement.where(self._after)
             statement = statement.order_by(*self._order).limit(bindparam("page_rows"))
-            self._statements[(used, after)] = statement
+            self._statements[key] = statement
         return statement
 
     def page(
@@ -193,9 +193,9 @@ class ListQuery:
         **values: Any,
     ) -> Page[T]:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
-        key, params = self._request(conn, account_id, cursor, limit, values)
-        fetched = conn.execute(self.statement(*key), params).all()
-        rows, has_more, next_cursor = self._cut(fetched, limit)
+        (used, after), params = self._request(conn, account_id, cursor, limit, values)
+        fetched = conn.execute(self.statement(used, after), params).all()
+        rows, has_more, next_cursor = self._cut(fetched, limit, _KEYSET_LAST)
         return Page([build(row) for row in rows], has_more, next_cursor)
 
     def _request(
@@ -220,26 +220,30 @@ class ListQuery:
         return (frozenset(used), position is not None), params
 
     def _cut(
-        self, rows: Sequence[Sequence[Any]], limit: int
+        self, rows: Sequence[Sequence[Any]], limit: int, keyset_at: tuple[int, int]
     ) -> tuple[Sequence[Sequence[Any]], bool, str | None]:
-        """The rows to serve (one more was fetched to know), has_more and next_cursor."""
+        """The rows to serve (one more was fetched to know), has_more and next_cursor, made
+        from the last row's (updated_at, id) at `keyset_at`."""
         has_more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = None
         if has_more:
             last = rows[-1]
-            stamp = last[self._stamp_at]
-            # Served text and SQLite's stored text are the same ('...T09:30:00.125Z').
+            stamp_at, id_at = keyset_at
+            stamp = last[stamp_at]
+            # SQLite's stored text ('...T09:30:00.125Z', also the served text) or a datetime.
             stamp = stamp if isinstance(stamp, datetime) else read_stored_datetime(stamp)
-            next_cursor = encode_cursor(self.endpoint, Position(stamp, last[self._id_at]))
+            next_cursor = encode_cursor(self.endpoint, Position(stamp, last[id_at]))
         return rows, has_more, next_cursor
 
 
+# Where a keyed statement's rows hold (updated_at, id): its last two columns.
+_KEYSET_LAST = (-2, -1)
+
+
 def _keyset_in(shape: Shape[Any], table: Table) -> tuple[int, int] | None:
-    """Where `shape` serves the table's updated_at (as `iso_ms` text, which is the stored
-    value to the millisecond the store keeps) and its id, so that the keyset need not be
-    selected twice; None when it serves either otherwise. On a 500-row page the two extra
-    columns cost 57 microseconds of the driver's 780."""
+    """Where `shape` serves the table's updated_at (as `iso_ms` text) and its id; None when
+    it serves either otherwise."""
     stamp_at = id_at = None
     for i, column in enumerate(shape.raw):
         if column is table.c.id:
@@ -269,17 +273,21 @@ class ShapedList(ListQuery, Generic[S]):
         *,
         must_exist: Mapping[str, ExistenceCheck] | None = None,
     ) -> None:
-        super().__init__(
-            endpoint,
-            select(*shape.columns),
-            table,
-            filters,
-            must_exist=must_exist,
-            keyset_at=_keyset_in(shape, table),
-        )
+        super().__init__(endpoint, select(*shape.columns), table, filters, must_exist=must_exist)
         self.shape = shape
-        self._prepared: dict[tuple[frozenset[str], bool], Prepared] = {}
+        self._served_keyset = _keyset_in(shape, table)
+        self._prepared: dict[tuple[frozenset[str], bool, bool], Prepared] = {}
         self._builders: dict[str, Callable[[Iterable[Sequence[Any]]], list[S]]] = {}
+
+    def serves_keyset(self, dialect: Dialect) -> bool:
+        """Whether the rows' served id and updated_at are the keyset itself on this dialect,
+        so that it need not be selected twice: where the store keeps a datetime as the served
+        text (SQLite), to the last digit. On a 500-row page the two extra columns cost 57
+        microseconds of the driver's 780. Elsewhere the stored value is selected, exact
+        whatever precision a row was written with."""
+        return self._served_keyset is not None and stores_served_text(
+            self.table.c.updated_at.type, dialect
+        )
 
     def rows(
         self,
@@ -291,14 +299,19 @@ class ShapedList(ListQuery, Generic[S]):
         **values: Any,
     ) -> Page[S]:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
-        key, params = self._request(conn, account_id, cursor, limit, values)
+        (used, after), params = self._request(conn, account_id, cursor, limit, values)
+        served = self.serves_keyset(conn.dialect)
+        key = (used, after, served)
         prepared = self._prepared.get(key)
         if prepared is None:
             prepared = self._prepared[key] = Prepared(self.statement(*key))
-        rows, has_more, next_cursor = self._cut(prepared.rows(conn, params), limit)
+        keyset_at = self._served_keyset if served else _KEYSET_LAST
+        assert keyset_at is not None
+        rows, has_more, next_cursor = self._cut(prepared.rows(conn, params), limit, keyset_at)
         builder = self._builders.get(conn.dialect.name)
         if builder is None:
-            # Every statement of the list selects the same columns, so shares processors.
+            # Every statement of the list selects the Shape's columns first (the keyset ones
+            # follow or not), so they share processors; the builder ignores the rest.
             processors = prepared.result_processors(conn.dialect)
             builder = self._builders[conn.dialect.name] = self.shape.builder(processors)
         return Page(builder(rows), has_more, next_cursor)

@@ -118,8 +118,12 @@ DbDep = NamedDependency[Connection]
 Today = NamedDependency[date]
 
 
-def provide_today(state: State) -> date:
+def provide_today(state: State, db: DbDep) -> date:
     """SEMANTICS R1: the UTC date, unless AIROI_TODAY fixes it."""
+    # It names the connection so that the dependencies resolve one after the other
+    # (principal, db, today): two resolved side by side run in a task group, and the request
+    # would wait on the loop holding its connection (see tests/test_request_connection.py).
+    del db
     return state.settings.current_date()  # type: ignore[no-any-return]
 
 
@@ -131,7 +135,8 @@ def provide_db(request: Request[Principal, Any, State], principal: PrincipalDep)
     """The connection the token was looked up on (one pool checkout per request; the
     outermost layer returns it: see `airoi.observability.RequestContext`)."""
     # It names the principal so that the two are resolved one after the other: independent
-    # dependencies are resolved side by side, in a task group started for every request.
+    # dependencies are resolved side by side, in a task group, and the request would wait on
+    # the loop holding its connection (see tests/test_request_connection.py).
     del principal
     context = request_context(request.scope)  # type: ignore[arg-type]
     if context is None:

@@ -19,7 +19,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from airoi.db.types import ServedTextDatetime
+from airoi.db.types import stores_served_text
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -49,7 +49,7 @@ class iso_ms(FunctionElement[str]):
 @compiles(iso_ms, "sqlite")
 def _iso_ms_sqlite(element: iso_ms, compiler: SQLCompiler, **kw: Any) -> str:
     (column,) = element.clauses.clauses
-    if isinstance(column.type.dialect_impl(compiler.dialect), ServedTextDatetime):
+    if stores_served_text(column.type, compiler.dialect):
         # Stored as the served text already: read it as it is.
         return compiler.process(column, **kw)
     # %f is seconds with three decimals (SS.SSS); NULL in gives NULL out.

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import DateTime
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
 
 from airoi.timeutil import format_datetime
 
@@ -44,6 +45,12 @@ class ServedTextDatetime(sqlite.DATETIME):
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any]:
         return _read
+
+
+def stores_served_text(column_type: TypeEngine[Any], dialect: Dialect) -> bool:
+    """Whether a column of this type holds, on this dialect, exactly the text the API serves
+    (a Timestamp on SQLite): then the served text is the stored value, to the last digit."""
+    return isinstance(column_type.dialect_impl(dialect), ServedTextDatetime)
 
 
 def Timestamp() -> DateTime:
