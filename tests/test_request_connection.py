@@ -58,13 +58,19 @@ def _ask(app: Any, path: str, token: str, query: str = "") -> list[dict[str, Any
     return sent
 
 
-def test_one_checkout_per_request_returned_before_the_answer(db_url: str, engine: Any) -> None:
+def _world(engine: Any) -> tuple[str, int]:
+    """An account with a token, an initiative and a cost entry: the token and the initiative."""
     b = BundleBuilder()
     acct = b.account()
     token = b.token(b.user(acct))
     initiative = b.initiative(acct)
     b.cost_entry(initiative)
     b.load(engine)
+    return token, initiative
+
+
+def test_one_checkout_per_request_returned_before_the_answer(db_url: str, engine: Any) -> None:
+    token, _ = _world(engine)
     app = create_app(Settings(database_url=db_url))
     checkouts: list[int] = []
     event.listen(app.state.engine, "checkout", lambda *_: checkouts.append(1))
@@ -89,12 +95,7 @@ def test_requests_at_once_never_wait_holding_the_pool(db_url: str, engine: Any) 
     # Six requests at once through a pool of two with no overflow: a request that waited on
     # the loop holding its connection (a dependency resolved in a task group, say) would
     # leave the third checkout blocking the loop until the pool's 2-second timeout.
-    b = BundleBuilder()
-    acct = b.account()
-    token = b.token(b.user(acct))
-    initiative = b.initiative(acct)
-    b.cost_entry(initiative)
-    b.load(engine)
+    token, initiative = _world(engine)
     small = create_engine(
         db_url,
         pool_size=2,

@@ -52,9 +52,9 @@ from airoi.health import database_failure, healthz, readyz
 from airoi.observability import (
     Metrics,
     access_log,
+    held_context,
     metrics_endpoint,
     observe,
-    request_context,
     request_id_of,
 )
 from airoi.ratelimit import RateLimiter
@@ -96,9 +96,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
     ) -> AuthenticationResult:
         engine: Engine = connection.app.state.engine
         authorization = connection.headers.get("authorization")
-        context = request_context(connection.scope)  # type: ignore[arg-type]
-        if context is None:
-            raise RuntimeError("the app's outermost layer gives every request a context")
+        context = held_context(connection.scope)  # type: ignore[arg-type]
         # The API's handlers read through the connection the token is looked up on; the tool
         # endpoint opens its own, so it does not keep this one while it works.
         principal = authenticate(context.hold(engine), authorization)

@@ -248,16 +248,11 @@ def _keyset_in(shape: Shape[Any], table: Table) -> tuple[int, int] | None:
     for i, column in enumerate(shape.raw):
         if column is table.c.id:
             id_at = i
-        elif isinstance(column, iso_ms) and _only(column) is table.c.updated_at:
+        elif isinstance(column, iso_ms) and column.column is table.c.updated_at:
             stamp_at = i
     if stamp_at is None or id_at is None:
         return None
     return stamp_at, id_at
-
-
-def _only(function: iso_ms) -> Any:
-    (argument,) = function.clauses
-    return argument
 
 
 class ShapedList(ListQuery, Generic[S]):

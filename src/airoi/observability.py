@@ -79,6 +79,15 @@ def request_context(scope: MutableMapping[str, Any]) -> RequestContext | None:
     return context if isinstance(context, RequestContext) else None
 
 
+def held_context(scope: MutableMapping[str, Any]) -> RequestContext:
+    """The request's context, which `observe` gives every HTTP request (the layers that hold
+    the request's connection rely on it being there to return it)."""
+    context = request_context(scope)
+    if context is None:
+        raise RuntimeError("the app's outermost layer gives every request a context")
+    return context
+
+
 def request_id_of(request: Request[Any, Any, Any]) -> str | None:
     context = request_context(request.scope)  # type: ignore[arg-type]
     return context.request_id if context else None
@@ -217,6 +226,7 @@ __all__ = [
     "METRICS_PATH",
     "Metrics",
     "RequestContext",
+    "held_context",
     "metrics_endpoint",
     "observe",
     "request_context",

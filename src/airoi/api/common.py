@@ -16,7 +16,7 @@ from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
 from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT
-from airoi.observability import request_context
+from airoi.observability import held_context
 from airoi.timeutil import format_datetime
 
 MAX_ID = 2**63 - 1
@@ -138,10 +138,7 @@ def provide_db(request: Request[Principal, Any, State], principal: PrincipalDep)
     # dependencies are resolved side by side, in a task group, and the request would wait on
     # the loop holding its connection (see tests/test_request_connection.py).
     del principal
-    context = request_context(request.scope)  # type: ignore[arg-type]
-    if context is None:
-        raise RuntimeError("a request's connection is held by its RequestContext")
-    return context.hold(request.app.state.engine)
+    return held_context(request.scope).hold(request.app.state.engine)  # type: ignore[arg-type]
 
 
 def require_initiative(db: Connection, account_id: int, initiative_id: int) -> None:

@@ -45,10 +45,16 @@ class iso_ms(FunctionElement[str]):
     def __init__(self, column: ColumnElement[datetime | None]) -> None:
         super().__init__(column)
 
+    @property
+    def column(self) -> ColumnElement[Any]:
+        """The datetime column served."""
+        (column,) = self.clauses.clauses
+        return column
+
 
 @compiles(iso_ms, "sqlite")
 def _iso_ms_sqlite(element: iso_ms, compiler: SQLCompiler, **kw: Any) -> str:
-    (column,) = element.clauses.clauses
+    column = element.column
     if stores_served_text(column.type, compiler.dialect):
         # Stored as the served text already: read it as it is.
         return compiler.process(column, **kw)
