@@ -1,7 +1,12 @@
 """GET /cost_entries against its ceiling (the same page without HTTP) and against Datasette.
 
-    python -m bench.ceiling [--cost-entries 1000000] [--initiatives 2000] [--postgres URL]
+    python -m bench.ceiling [--cost-entries 1000000] [--initiatives 2000] [--accounts 100]
+                            [--value-entries 200000] [--observations 100000] [--postgres URL]
                             [--json out.json] [--seconds 5] [--connections 4] [--work DIR]
+
+The dataset is bench/make_bundle's full one by default: the large account (id 1) with the
+cost entries, value entries, observations and budgeted initiatives asked for, beside
+`--accounts` - 1 small accounts in the same tables. Every page below is the large account's.
 
 Measures, does not optimise. For each database (SQLite, and PostgreSQL given an admin URL):
 
@@ -661,6 +666,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cost-entries", type=int, default=1_000_000)
     parser.add_argument("--initiatives", type=int, default=2_000)
+    parser.add_argument("--accounts", type=int, default=100, help="the large one and small ones")
+    parser.add_argument("--value-entries", type=int, default=200_000)
+    parser.add_argument("--observations", type=int, default=100_000)
     parser.add_argument("--postgres", help="an admin URL; a scratch database is made and dropped")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--seconds", type=float, default=5.0, help="per measured case")
@@ -672,37 +680,47 @@ def main() -> None:
     args = parser.parse_args()
     if args.cost_entries < 2 * max(LIMITS) + 2:
         parser.error(f"--cost-entries must be at least {2 * max(LIMITS) + 2}")
+    if args.accounts < 1:
+        parser.error("--accounts must be at least 1 (the large account)")
     work = args.work or Path(tempfile.mkdtemp(prefix="airoi-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     bundle = work / "bundle.json"
     stamp = work / "loaded.json"
-    # A file loaded by an older schema (SQLite's datetime text changed in 0002) is not reused.
-    wanted = {
+    sizes: dict[str, Any] = {
+        "accounts": args.accounts,
         "cost_entries": args.cost_entries,
         "initiatives": args.initiatives,
-        "schema": schema_head(),
+        "value_entries": args.value_entries,
+        "observations": args.observations,
+        "budgets": True,
     }
-    reuse = stamp.exists() and json.loads(stamp.read_text()) == wanted
-    if not reuse:
+    # A file loaded by an older schema (SQLite's datetime text changed in 0002) is not reused.
+    wanted = {**sizes, "schema": schema_head()}
+    previous = json.loads(stamp.read_text()) if stamp.exists() else {}
+    reuse = {key: previous.get(key) for key in wanted} == wanted
+    if reuse:
+        records = previous["records"]
+    else:
         (work / "bench.db").unlink(missing_ok=True)
-        write_bundle(bundle, cost_entries=args.cost_entries, initiatives=args.initiatives)
+        records = write_bundle(bundle, **sizes)
     print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)", flush=True)
     print(f"tools: wrk={bool(shutil.which('wrk'))} py-spy={bool(shutil.which('py-spy'))} "
           f"datasette={bool(shutil.which('datasette'))}; {args.connections} connections, "
           f"{args.seconds:g} s per case", flush=True)  # fmt: skip
     results = []
-    rows = args.cost_entries + args.initiatives
     with scratch_databases(work, args.postgres) as targets:
         for name, url in targets:
             if name != "sqlite" or not reuse:
                 if not bundle.exists():
-                    write_bundle(
-                        bundle, cost_entries=args.cost_entries, initiatives=args.initiatives
-                    )
-                loaded = load(url, bundle, rows)
-                print(f"{name}: loaded {rows:,} rows in {loaded['load_s']:.0f} s", flush=True)
+                    records = write_bundle(bundle, **sizes)
+                loaded = load(url, bundle, records)
+                print(
+                    f"{name}: loaded {records:,} records ({args.accounts} accounts) in "
+                    f"{loaded['load_s']:.0f} s",
+                    flush=True,
+                )
                 if name == "sqlite":
-                    stamp.write_text(json.dumps(wanted))
+                    stamp.write_text(json.dumps({**wanted, "records": records}))
             figures = measure(name, url, work, args)
             for line in report(figures):
                 print(line, flush=True)
@@ -712,8 +730,8 @@ def main() -> None:
         args.json.write_text(
             json.dumps(
                 {
-                    "cost_entries": args.cost_entries,
-                    "initiatives": args.initiatives,
+                    **sizes,
+                    "records": records,
                     "connections": args.connections,
                     "seconds_per_case": args.seconds,
                     "targets": TARGETS,
