@@ -27,6 +27,10 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
    cost_entries?account_id=1&_sort=updated_at&_size=100&_nosuggest=1 (Datasette orders by
    the sort column, then the primary key: updated_at, id), driven like the service.
 5. memory: the server's peak RSS (VmHWM from /proc) after all of the above.
+5b. money: GET /roi (all, 1yr) and GET /budgets (limit 100, 500) on the same account through
+   its own `airoi serve` (today fixed), against the same sums as one hand-written query on
+   the raw driver (bench.money): p50, p99 and the ratio (targets: /roi within 2x, a /budgets
+   page of 100 within 3x).
 6. profile: py-spy sampling the server while wrk drives the limit-100 first page; the top
    places by own time and by inclusive time (file:function, share of samples).
 7. HTTP floor: the same server (uvicorn, one worker, core 0) running a bare ASGI app that
@@ -72,6 +76,7 @@ from airoi.db.tables import cost_entries
 from airoi.listing import Position, encode_cursor
 from bench.common import free_port, load, schema_head, scratch_databases
 from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, write_bundle
+from bench.money import TODAY, measure_money, money_lines
 
 LIMITS = (100, 500)
 DEPTH = 1_000_000
@@ -526,6 +531,8 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
     for limit in LIMITS:
         figures[f"floor_{limit}"] = http_floor(raw.page(limit, None)[0], work, args)
     raw.close()
+    if args.money_repeats:
+        figures["money"] = measure_money(url, args.money_repeats)
 
     if name == "sqlite" and shutil.which("datasette"):
         figures["datasette"] = datasette(url, args)
@@ -641,6 +648,12 @@ def report(f: dict[str, Any]) -> list[str]:
             f"datasette with &_nocount=1 too: {d['nocount']['rps']:,.1f} req/s, p50 "
             f"{d['nocount']['p50_ms']:.1f} ms; ours = {f['over_datasette_nocount']:.1f}x"
         )
+    if "money" in f:
+        lines.append(
+            f"/roi and /budgets on the same account against their raw SQL (today {TODAY}, "
+            "p50 of sequential requests):"
+        )
+        lines += money_lines(f["money"])
     lines.append(
         f"server peak RSS (VmHWM): {f['peak_rss_mb']:.0f} MB  "
         f"{verdict(f['peak_rss_mb'], TARGETS['peak_rss_mb'], False)}"
@@ -674,6 +687,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="per measured case")
     parser.add_argument("--profile-seconds", type=float, default=8.0)
     parser.add_argument("--connections", type=int, default=4, help="concurrent clients")
+    parser.add_argument(
+        "--money-repeats", type=int, default=30, help="/roi and /budgets requests a case; 0: skip"
+    )
     parser.add_argument(
         "--work", type=Path, help="keep the bundle and SQLite file here; reuse them when present"
     )

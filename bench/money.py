@@ -65,6 +65,56 @@ def raw_runner(url: str) -> Callable[[str], list[Any]]:
     return lambda sql: pg.execute(sql).fetchall()  # type: ignore[arg-type]
 
 
+A = ACCOUNT_ID
+# (label, path, query, the hand-written SQL giving the same sums)
+CASES: list[tuple[str, str, dict[str, Any], str]] = [
+    ("roi_all", "roi", {}, ROI_SQL.format(scope=PORTFOLIO.format(a=A), span="")),
+    (
+        "roi_1yr",
+        "roi",
+        {"window": "1yr"},
+        ROI_SQL.format(
+            scope=PORTFOLIO.format(a=A),
+            span=f"AND entry_date BETWEEN '{ONE_YEAR_FROM}' AND '{TODAY}'",
+        ),
+    ),
+    ("budgets_100", "budgets", {"limit": 100}, BUDGET_SQL.format(a=A, limit=100, today=TODAY)),
+    ("budgets_500", "budgets", {"limit": 500}, BUDGET_SQL.format(a=A, limit=500, today=TODAY)),
+]
+TARGETS = {"roi": 2.0, "budgets_100": 3.0}
+
+
+def measure_money(url: str, repeats: int) -> dict[str, dict[str, Any]]:
+    """Each case through `airoi serve` (today fixed) and as its raw SQL: p50, p99, ratio."""
+    raw = raw_runner(url)
+    figures: dict[str, dict[str, Any]] = {}
+    with serving(url, AIROI_TODAY=TODAY.isoformat()) as client:
+        for label, path, params, sql in CASES:
+            service = timed(lambda p=path, q=params: ok(client.get(p, params=q)), repeats)
+            direct = timed(lambda s=sql, run=raw: run(s), repeats)
+            ratio = service["p50_ms"] / direct["p50_ms"]
+            figures[label] = {"service": service, "raw": direct, "ratio": ratio}
+    return figures
+
+
+def money_lines(figures: dict[str, dict[str, Any]]) -> list[str]:
+    lines = []
+    for label, f in figures.items():
+        target = TARGETS["roi"] if label.startswith("roi") else TARGETS.get(label)
+        verdict = (
+            ""
+            if target is None
+            else (f"  {'ok  ' if f['ratio'] <= target else 'MISS'} (target <= {target:g})")
+        )
+        lines.append(
+            f"  {label:12} service p50 {f['service']['p50_ms']:8.1f} ms "
+            f"p99 {f['service']['p99_ms']:8.1f} ms"
+            f" | raw p50 {f['raw']['p50_ms']:8.1f} ms p99 {f['raw']['p99_ms']:8.1f} ms"
+            f" | ratio {f['ratio']:.2f}x{verdict}"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cost-entries", type=int, default=1_000_000)
@@ -75,50 +125,24 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="airoi-bench-"))
     bundle = work / "bundle.json"
-    write_bundle(
+    rows = write_bundle(
         bundle,
         cost_entries=args.cost_entries,
         initiatives=args.initiatives,
         value_entries=args.value_entries,
         budgets=True,
     )
-    a = ACCOUNT_ID
-    span_1yr = f"AND entry_date BETWEEN '{ONE_YEAR_FROM}' AND '{TODAY}'"
-    cases: list[tuple[str, str, dict[str, Any], str]] = [
-        ("roi_all", "roi", {}, ROI_SQL.format(scope=PORTFOLIO.format(a=a), span="")),
-        (
-            "roi_1yr",
-            "roi",
-            {"window": "1yr"},
-            ROI_SQL.format(scope=PORTFOLIO.format(a=a), span=span_1yr),
-        ),
-        ("budgets_100", "budgets", {"limit": 100}, BUDGET_SQL.format(a=a, limit=100, today=TODAY)),
-        ("budgets_500", "budgets", {"limit": 500}, BUDGET_SQL.format(a=a, limit=500, today=TODAY)),
-    ]
-    rows = args.cost_entries + args.value_entries + args.initiatives
-    print(f"bundle: {rows:,} rows, {bundle.stat().st_size / 1e6:,.0f} MB; today {TODAY}")
+    print(f"bundle: {rows:,} records, {bundle.stat().st_size / 1e6:,.0f} MB; today {TODAY}")
     with scratch_databases(work, args.postgres) as targets:
         for name, url in targets:
             loaded = load(url, bundle, rows)
             print(
-                f"{name}: loaded {rows:,} rows in {loaded['load_s']:.0f} s "
-                f"({loaded['load_rows_per_s']:,.0f} rows/s, "
+                f"{name}: loaded {rows:,} records in {loaded['load_s']:.0f} s "
+                f"({loaded['load_rows_per_s']:,.0f} records/s, "
                 f"peak RSS {loaded['load_peak_rss_mb']:.0f} MB)"
             )
-            raw = raw_runner(url)
-            with serving(url, AIROI_TODAY=TODAY.isoformat()) as client:
-                for label, path, params, sql in cases:
-                    service = timed(
-                        lambda p=path, q=params: ok(client.get(p, params=q)), args.repeats
-                    )
-                    direct = timed(lambda s=sql, run=raw: run(s), args.repeats)
-                    print(
-                        f"  {label:12} service p50 {service['p50_ms']:8.1f} ms "
-                        f"p99 {service['p99_ms']:8.1f} ms"
-                        f" | raw p50 {direct['p50_ms']:8.1f} ms p99 {direct['p99_ms']:8.1f} ms"
-                        f" | ratio {service['p50_ms'] / direct['p50_ms']:.2f}x",
-                        flush=True,
-                    )
+            for line in money_lines(measure_money(url, args.repeats)):
+                print(line, flush=True)
 
 
 if __name__ == "__main__":
