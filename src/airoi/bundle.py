@@ -2273,13 +2273,18 @@ def load_bundle(
 
 
 def _refresh_statistics(engine: Engine, report: LoadReport) -> None:
-    """Give PostgreSQL's planner statistics for the tables a load changed.
+    """Give the planner statistics for the tables a load changed.
 
-    Without them, the first queries after a bulk load are planned for empty tables (a
-    bitmap scan and sort of a whole account instead of walking the keyset index).
+    Without them, PostgreSQL plans the first queries after a bulk load for empty tables (a
+    bitmap scan and sort of a whole account instead of walking the keyset index), and SQLite
+    walks a whole account's rows for a page of one initiative's. PostgreSQL's tables are
+    vacuumed too: until the visibility map is set, a sum cannot be read from its covering
+    index alone (a page of budgets took 104 ms where it takes 9 after).
+
+    SQLite's tokens table is left without statistics: it also changes outside loads (issue,
+    revoke), and stale figures could have a token looked for by scanning the table rather
+    than by its unique hash.
     """
-    if engine.dialect.name != "postgresql":
-        return
     changed = {
         key
         for counts in (report.inserted, report.updated, report.deleted)
@@ -2287,6 +2292,11 @@ def _refresh_statistics(engine: Engine, report: LoadReport) -> None:
         if count
     }
     names = sorted(KINDS[key].table.name for key in changed if key in KINDS)
-    if names:
+    if engine.dialect.name == "sqlite":
+        statements = [f"ANALYZE {name}" for name in names if name != _T.tokens.name]
+    else:
+        statements = ["VACUUM (ANALYZE) " + ", ".join(names)] if names else []
+    if statements:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("ANALYZE " + ", ".join(names)))
+            for statement in statements:
+                conn.execute(text(statement))

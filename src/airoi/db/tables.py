@@ -224,12 +224,14 @@ cost_entries = Table(
         "initiative_id",
         "account_amount_cents",
     ),
+    # In the order the budget sums group by (initiative, month, category), so the sums are
+    # read off the index in order; the date (spend up to today) is tested from the index.
     Index(
         "ix_cost_entries_budget",
         "initiative_id",
-        "entry_date",
         "entry_month",
         "cost_category",
+        "entry_date",
         "account_amount_cents",
     ),
 )
