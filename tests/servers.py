@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import Literal
 
 import uvicorn
 
@@ -13,14 +14,21 @@ from airoi.settings import Settings
 
 
 class RunningServer:
-    """`create_app(settings)` under uvicorn in a daemon thread, until `stop()`."""
+    """`create_app(settings)` under uvicorn in a daemon thread, until `stop()`.
 
-    def __init__(self, settings: Settings) -> None:
+    `http` picks uvicorn's HTTP implementation ("httptools", "h11"; "auto" prefers httptools).
+    """
+
+    def __init__(
+        self, settings: Settings, http: Literal["auto", "h11", "httptools"] = "auto"
+    ) -> None:
         self.app = create_app(settings)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on")
+        config = uvicorn.Config(
+            self.app, http=http, log_level="warning", access_log=False, lifespan="on"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True

@@ -268,8 +268,12 @@ def only_get_and_head(app: Litestar) -> None:
     """SEMANTICS R30: GET and HEAD are served; any other method on a served route is 405.
 
     The framework answers OPTIONS by itself, so OPTIONS is passed on as a method no route
-    declares; HEAD is answered as GET without the body. The scope is changed in place, so
-    the outer layers (access log, metrics) see the route the framework matched.
+    declares; HEAD is answered as GET without the body. The layers inside see HEAD as a GET
+    in a copy of the scope: the server keeps reading its own scope while it writes the answer,
+    and only a HEAD there makes it send the headers of a GET (its Content-Length included)
+    with no body. What the inner layers set on their copy (the route the framework matched,
+    scope["path_template"]) is copied back, so the outer layers (access log, metrics) see it
+    as they would on a GET.
     """
     inner = app.asgi_handler
 
@@ -285,8 +289,13 @@ def only_get_and_head(app: Litestar) -> None:
                     message = {**message, "body": b""}
                 await send(message)
 
-            scope["method"] = "GET"
-            await inner(scope, receive, send_headers_only)
+            # SEMANTICS R30: rewriting the server's own scope to GET made uvicorn wait for
+            # Content-Length bytes of body, log an error and drop the keep-alive connection.
+            as_get: Any = {**scope, "method": "GET"}
+            try:
+                await inner(as_get, receive, send_headers_only)
+            finally:
+                scope.update((k, v) for k, v in as_get.items() if k != "method")
             return
         if method == "OPTIONS":
             scope["method"] = "TRACE"
