@@ -474,6 +474,11 @@ PROBLEMS = [
         "initiatives[id=5].closed_at: '2026-02-01' is not an ISO 8601 date-time",
     ),
     (
+        # SEMANTICS R3: well formed, but before year 1 once in UTC.
+        _set("initiatives", 5, closed_at="0001-01-01T00:00:00+01:00"),
+        "initiatives[id=5].closed_at: '0001-01-01T00:00:00+01:00' is not an ISO 8601 date-time",
+    ),
+    (
         _set("initiatives", 5, confidence_score="high"),
         "initiatives[id=5].confidence_score: 'high' is not a number",
     ),

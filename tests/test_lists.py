@@ -265,6 +265,30 @@ def test_updated_since_must_be_a_datetime(client: Client, world: World, since: s
     assert "updated_since" in message
 
 
+@pytest.mark.parametrize("path", LISTS)
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_updated_since_beyond_the_datetime_range_in_utc_is_refused(
+    client: Client, world: World, path: str, since: str
+) -> None:
+    # SEMANTICS R3, R12: well formed, but its UTC moment is before year 1 or after 9999.
+    # Converting it to UTC raised OverflowError, answered 500.
+    message = refused(client, world.token_a, path, updated_since=since)
+    assert "updated_since" in message
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_updated_since_at_the_edges_of_the_datetime_range(
+    client: Client, world: World, path: str
+) -> None:
+    # SEMANTICS R3: the earliest and latest moments that exist in UTC are served as asked.
+    everything = get(client, world.token_a, path)["data"]
+    assert everything
+    earliest = get(client, world.token_a, path, updated_since="0001-01-01T00:00:00-01:00")
+    assert earliest["data"] == everything
+    latest = get(client, world.token_a, path, updated_since="9999-12-31T23:59:59+01:00")
+    assert latest["data"] == []
+
+
 def _walk(client: Client, token: str, path: str, **params: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     cursor = None

@@ -253,7 +253,7 @@ def _conv_datetime(value: Any) -> datetime:
             return parsed
         try:
             parsed = truncate_ms(parse_datetime(value))
-        except (ValueError, OverflowError):
+        except ValueError:
             pass
         else:
             if len(_datetime_cache) > 10_000:

@@ -34,7 +34,7 @@ from airoi.api.rows import Shape, iso_ms
 from airoi.db.prepared import Prepared
 from airoi.db.types import read_stored_datetime, stores_served_text
 from airoi.errors import bad_parameter
-from airoi.timeutil import parse_datetime
+from airoi.timeutil import OutOfRange, parse_datetime
 
 T = TypeVar("T")
 S = TypeVar("S", bound=msgspec.Struct)
@@ -102,6 +102,11 @@ def parse_updated_since(value: str | None) -> datetime | None:
         return None
     try:
         return parse_datetime(value)
+    except OutOfRange as exc:
+        raise bad_parameter(
+            "The updated_since parameter is out of range: in UTC it must fall in the years "
+            "0001 to 9999."
+        ) from exc
     except ValueError as exc:
         raise bad_parameter(
             "The updated_since parameter must be an ISO 8601 date-time such as "

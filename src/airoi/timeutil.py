@@ -13,6 +13,10 @@ _DATETIME = re.compile(
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
+class OutOfRange(ValueError):
+    """A well-formed date-time whose UTC moment no datetime holds (before year 1, after 9999)."""
+
+
 def truncate_ms(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
@@ -25,7 +29,8 @@ def utc_now() -> datetime:
 def parse_datetime(text: str) -> datetime:
     """Parse an incoming ISO 8601 date-time strictly; return naive UTC.
 
-    Raises ValueError for anything else (a bare number, a date alone, words).
+    Raises ValueError for anything else (a bare number, a date alone, words), and its
+    subclass OutOfRange for a date-time whose UTC moment falls outside years 1 to 9999.
     """
     if not isinstance(text, str) or not _DATETIME.fullmatch(text.strip()):
         raise ValueError("not an ISO 8601 date-time")
@@ -37,7 +42,12 @@ def parse_datetime(text: str) -> datetime:
         cleaned = cleaned.replace(fraction.group(0), "." + fraction.group(1)[:6], 1)
     parsed = datetime.fromisoformat(cleaned)
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+        try:
+            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError as exc:
+            # SEMANTICS R3, R12: 0001-01-01T00:00:00+01:00 is a date-time, but its UTC moment
+            # falls before year 1 (or after 9999), which no datetime holds: a refusal, not a 500.
+            raise OutOfRange("the UTC moment is outside years 1 to 9999") from exc
     return parsed
 
 
