@@ -105,7 +105,7 @@ def comparable(headers: dict[str, str]) -> dict[str, str]:
         ("/api/v1/initiatives?limit=0", True, 400),
         ("/api/v1/initiatives/999999", True, 404),
         ("/api/v1/no_such_thing", False, 404),
-        ("/mcp", False, 401),
+        ("/mcp", False, 405),  # the tool endpoint serves POST alone
     ],
 )
 def test_head_then_get_on_one_connection(

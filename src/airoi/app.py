@@ -17,6 +17,7 @@ from litestar import Litestar, Request, Response, Router, get
 from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.handlers import HTTPRouteHandler
 from litestar.middleware import (
@@ -27,6 +28,7 @@ from litestar.middleware import (
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.params import ParameterKwarg
+from litestar.types import ASGIApp, Receive, Scope, Send
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
@@ -66,6 +68,8 @@ API_PREFIX = "/api/v1"
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 OPENAPI_STATE_KEY = "openapi_description"
 PUBLIC_OPT = "public"
+# An ASGI route takes every method; one that serves only some names them under this key.
+SERVED_METHODS_OPT = "served_methods"
 QUERY_NAMES_OPT = "declared_query_names"
 INTEGER_NAMES_OPT = "integer_query_names"
 WHOLE_NUMBER = re.compile(r"-?[0-9]+")
@@ -116,6 +120,25 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
                     headers={"Retry-After": str(wait)},
                 )
         return AuthenticationResult(user=principal, auth=None)
+
+
+def served_methods_first(app: ASGIApp) -> ASGIApp:
+    """SEMANTICS R30: a method the route does not serve is 405, before the token is looked at.
+
+    The router decides this for the handlers it declares methods for (the API's, with
+    `Allow: GET`); an ASGI route, the tool endpoint, is routed whatever the method, so the
+    methods it serves are named in its opt and checked here, ahead of authentication.
+    """
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.HTTP:
+            served = scope["route_handler"].opt.get(SERVED_METHODS_OPT)
+            if served is not None and scope["method"] not in served:
+                allowed = ", ".join(served)
+                raise ApiError(405, f"Only {allowed} is served here.", headers={"Allow": allowed})
+        await app(scope, receive, send)
+
+    return middleware
 
 
 def error_response(
@@ -354,6 +377,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         ],
         lifespan=[mcp.lifespan],
         middleware=[
+            served_methods_first,  # outermost: 405 before 401 (SEMANTICS R30)
             DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),
         ],
         before_request=strict_parameters,

@@ -206,3 +206,57 @@ def test_a_crash_is_one_sentence_that_says_nothing_of_its_cause() -> None:
     assert result.is_error
     text = result.content[0].text
     assert text == "The tool failed to answer; the error has been logged."
+
+
+NOT_SERVED = ("GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+
+
+def token_headers(world: World, who: str) -> dict[str, str]:
+    tokens = {
+        "unknown": "airoi_not-a-real-token-" + "y" * 32,
+        "good": world.token_a,
+        "no_api": world.token_no_api,
+    }
+    return bearer(tokens[who]) if who in tokens else {}
+
+
+@pytest.mark.parametrize("who", ["none", "unknown", "good", "no_api"])
+@pytest.mark.parametrize("method", NOT_SERVED)
+def test_a_method_mcp_does_not_serve_is_405_before_auth(
+    served: Served, world: World, method: str, who: str
+) -> None:
+    # SEMANTICS R30: 405 (with Allow and the SPEC 7 body) comes before the token: without one
+    # these were 401, and with one the SDK answered its own body and Allow: GET, POST, DELETE
+    # while answering DELETE itself 405.
+    headers = {**MCP_HEADERS, **token_headers(world, who)}
+    for path in ("/mcp", "/mcp/"):
+        response = httpx.request(method, served.base_url + path, headers=headers, timeout=10)
+        assert response.status_code == 405, (path, response.status_code, response.text)
+        assert response.headers["allow"] == "POST"
+        if method == "HEAD":
+            assert response.content == b""
+            continue
+        assert response.json() == {
+            "error": {
+                "status": 405,
+                "message": "Only POST is served here.",
+                "request_id": response.headers["x-request-id"],
+            }
+        }
+
+
+def test_allow_names_exactly_the_methods_mcp_serves(served: Served, world: World) -> None:
+    allowed = httpx.put(served.mcp_url, timeout=10).headers["allow"].split(", ")
+    assert allowed == ["POST"]
+    # Each method Allow names is answered by the SDK, with a token and without one.
+    for method in allowed:
+        response = httpx.request(
+            method,
+            served.mcp_url,
+            json=INITIALIZE,
+            headers={**MCP_HEADERS, **bearer(world.token_a)},
+            timeout=10,
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["result"]["serverInfo"]["name"] == "airoi"
+        assert httpx.request(method, served.mcp_url, json=INITIALIZE, timeout=10).status_code == 401

@@ -1,10 +1,10 @@
 """The MCP server and its seven read-only tools (SPEC 4.B), served at exactly /mcp.
 
 The streamable HTTP app runs stateless with JSON responses, behind the app's own
-authentication middleware: a request without a good token is refused 401/403 with
-the SPEC 7 body before the SDK sees it (SEMANTICS R27), and every tool reads the
-Principal that middleware put in the request's scope. The session manager runs
-inside the Litestar lifespan.
+authentication middleware: a method other than POST is refused 405 (SEMANTICS R30),
+then a request without a good token 401/403, each with the SPEC 7 body before the SDK
+sees it (SEMANTICS R27), and every tool reads the Principal that middleware put in the
+request's scope. The session manager runs inside the Litestar lifespan.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ from airoi.tools.models import (
 )
 
 MCP_PATH = "/mcp"
+# SEMANTICS R30: the methods /mcp answers. Stateless, the SDK gives no session to end
+# (DELETE is its own 405) and no server-initiated messages: a GET opens an event stream
+# on which nothing is ever sent, held until the client hangs up (its newer protocol
+# revisions answer 405, Allow: POST, as the MCP transport allows); its client only POSTs.
+MCP_METHODS = ("POST",)
 LIST_INITIATIVES_DEFAULT = 20
 LIST_INITIATIVES_MAX = 50  # SPEC 8
 SEARCH_MIN_QUERY = 2  # SPEC 8
@@ -345,7 +350,13 @@ class McpEndpoint:
         )
         inner = self._app
 
-        @asgi(MCP_PATH, copy_scope=True, name="mcp")
+        @asgi(
+            MCP_PATH,
+            copy_scope=True,
+            name="mcp",
+            # app.SERVED_METHODS_OPT: any other method is 405 before the token is looked at.
+            opt={"served_methods": MCP_METHODS},
+        )
         async def serve_mcp(scope: Scope, receive: Receive, send: Send) -> None:
             # Exactly /mcp: "/mcp/" is routed here too and must not be answered by a redirect.
             scope["path"] = MCP_PATH
@@ -367,4 +378,4 @@ def mcp_endpoint(engine: Engine, settings: Settings) -> McpEndpoint:
     return McpEndpoint(engine, settings)
 
 
-__all__ = ["MCP_PATH", "McpEndpoint", "create_mcp_server", "mcp_endpoint"]
+__all__ = ["MCP_METHODS", "MCP_PATH", "McpEndpoint", "create_mcp_server", "mcp_endpoint"]
