@@ -42,9 +42,10 @@ def test_list_integrations_serves_no_secrets(served: Served, world: World) -> No
 
 
 def test_list_integrations_takes_no_arguments(served: Served, world: World) -> None:
-    # Unknown arguments are ignored rather than read as a filter.
-    body = served.ok(world.token_a, "list_integrations", {"status": "error"})
-    assert body["total"] == 2
+    # SEMANTICS R12, R27: an argument is refused by name, neither read as a filter nor ignored.
+    assert served.ok(world.token_a, "list_integrations", {})["total"] == 2
+    sentence = served.refused(world.token_a, "list_integrations", {"status": "error"})
+    assert sentence == "Unknown argument 'status'; this tool takes no arguments."
 
 
 def article(served: Served, token: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def test_get_help_article_by_id_or_slug(served: Served, world: World) -> None:
         ({"slug": "change-notifications"}, "No published help article has the slug"),
         ({"slug": "no-such-article"}, "No published help article has the slug"),
         ({"id": 404}, "No published help article has the id 404."),
-        ({"id": "five"}, "The id argument is not valid"),
+        ({"id": "five"}, "The id argument must be an integer."),
         # The id wins even when it names nothing and the slug would have.
         ({"id": 404, "slug": "how-roi-is-computed"}, "id 404"),
     ],

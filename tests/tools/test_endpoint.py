@@ -144,6 +144,8 @@ def test_tools_list_declares_seven_read_only_typed_tools(served: Served, world: 
         assert annotations.idempotent_hint is True
         assert annotations.open_world_hint is False
         assert tool.input_schema["type"] == "object"
+        # SEMANTICS R12, R27: an undeclared argument is refused, and the schema says so.
+        assert tool.input_schema["additionalProperties"] is False
         assert tool.output_schema is not None
         assert tool.output_schema["type"] == "object"
 
@@ -166,7 +168,18 @@ def test_tools_list_declares_seven_read_only_typed_tools(served: Served, world: 
         "completed",
         "inactive",
     ]
+
+    def types_of(schema: dict[str, Any]) -> set[str]:
+        return {option["type"] for option in schema.get("anyOf", [schema])}
+
+    # Strict checking keeps the advertised types: integers stay integers, null means omitted.
+    assert types_of(props("get_roi_summary")["initiative_id"]) == {"integer", "null"}
+    assert types_of(props("get_initiative")["initiative_id"]) == {"integer"}
+    assert types_of(props("get_help_article")["id"]) == {"integer", "null"}
+    assert types_of(props("search")["query"]) == {"string"}
+    assert types_of(props("search")["types"]) == {"array", "null"}
     limit = props("list_initiatives")["limit"]
+    assert limit["type"] == "integer"
     assert (limit["default"], limit["minimum"], limit["maximum"]) == (20, 1, 50)  # SPEC 8
     assert tools["get_initiative"].input_schema["required"] == ["initiative_id"]
     assert props("search")["query"]["minLength"] == 2  # SPEC 8

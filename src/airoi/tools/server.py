@@ -31,6 +31,7 @@ from airoi.auth import Principal
 from airoi.settings import Settings
 from airoi.tools import search as search_module
 from airoi.tools import service
+from airoi.tools.arguments import argument_names, strict_tool
 from airoi.tools.errors import ToolRefusal, validation_sentence
 from airoi.tools.models import (
     HelpArticle,
@@ -70,7 +71,11 @@ INSTRUCTIONS = (
 
 
 class AccountToolServer(MCPServer[Any]):
-    """MCPServer whose tool errors are one sentence each (SEMANTICS R27)."""
+    """MCPServer whose tool errors are one sentence each (SEMANTICS R27).
+
+    An argument that fails the strict check (arguments.py) is named in the sentence; one the
+    tool does not declare is named with those it does, as the HTTP API's 400 does (R12).
+    """
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any] | None = None
@@ -85,10 +90,14 @@ class AccountToolServer(MCPServer[Any]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                raise ToolRefusal(validation_sentence(cause)) from cause
+                raise ToolRefusal(validation_sentence(cause, self._argument_names(name))) from cause
             if isinstance(cause, ToolRefusal):
                 raise ToolRefusal(str(cause)) from cause
             raise
+
+    def _argument_names(self, name: str) -> tuple[str, ...]:
+        tool = self._tool_manager.get_tool(name)
+        return () if tool is None else argument_names(tool)
 
 
 def principal_of(ctx: Context) -> Principal:
@@ -287,24 +296,24 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
 
 
 def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
-    server = AccountToolServer(
+    tools = AccountTools(engine, settings)
+    return AccountToolServer(
         name="airoi",
         title="AI ROI",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
+        tools=[
+            strict_tool(
+                getattr(tools, name),
+                name=name,
+                title=title,
+                description=description,
+                annotations=READ_ONLY,
+            )
+            for name, (title, description) in TOOL_TEXTS.items()
+        ],
     )
-    tools = AccountTools(engine, settings)
-    for name, (title, description) in TOOL_TEXTS.items():
-        server.add_tool(
-            getattr(tools, name),
-            name=name,
-            title=title,
-            description=description,
-            annotations=READ_ONLY,
-            structured_output=True,
-        )
-    return server
 
 
 def _host_names(settings: Settings) -> list[str]:
