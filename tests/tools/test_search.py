@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from airoi.tools.search import MAX_RESULTS
+from airoi.tools.errors import ToolRefusal
+from airoi.tools.search import MAX_RESULTS, normalise
 from tests.factories import BundleBuilder
 from tests.tools.conftest import APP_URL, Served, as_json
 from tests.tools.world import A_MARKERS, B_MARKER, EMAILS, World
@@ -130,6 +131,52 @@ def test_results_are_capped(served: Served, engine: Engine) -> None:
 def test_wildcards_in_the_query_are_literal(served: Served, world: World) -> None:
     assert not search(served, world.token_a, "%%", "initiative")
     assert not search(served, world.token_a, "__", "initiative")
+
+
+def test_wildcards_and_the_escape_character_match_themselves(
+    served: Served, engine: Engine
+) -> None:
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    for title in (
+        "Net 5% growth",
+        "Net 50 growth",
+        "rate_limit",
+        "rate limit",
+        "A/B test",
+        "AB test",
+    ):
+        b.initiative(acct, title=title, stage="live")
+    b.load(engine)
+
+    def found(query: str) -> set[str]:
+        return {h["title"] for h in search(served, token, query, "initiative")}
+
+    assert found("5%") == {"Net 5% growth"}
+    assert found("e_l") == {"rate_limit"}
+    assert found("a/b") == {"A/B test"}
+    assert found("t 5") == {"Net 5% growth", "Net 50 growth"}
+
+
+@pytest.mark.parametrize("query", ["\x00\x00", "sales\x00", "\x00%", "ab\x07", "in\x1bitiative"])
+def test_a_query_with_a_control_character_is_refused(
+    served: Served, world: World, query: str
+) -> None:
+    # SEMANTICS R27: a NUL ended the SQLite LIKE pattern, so "\x00\x00" matched every record.
+    sentence = served.refused(world.token_a, "search", {"query": query})
+    assert sentence == "The query must be plain text without control characters."
+
+
+def test_a_lone_surrogate_is_not_text_to_search_for() -> None:
+    with pytest.raises(ToolRefusal, match="control characters"):
+        normalise("ab\ud800")
+
+
+@pytest.mark.parametrize("query", ["  ", "\t\n", " \u00a0 \u2003 ", "\r\n\r\n"])
+def test_a_query_of_whitespace_only_is_too_short(served: Served, world: World, query: str) -> None:
+    sentence = served.refused(world.token_a, "search", {"query": query})
+    assert sentence == "The query must be at least 2 characters long."
 
 
 @pytest.mark.parametrize(

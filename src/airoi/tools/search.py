@@ -11,6 +11,7 @@ templates, help articles) comes from the catalog.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ SECONDARY = 3  # the rank of a match outside the title
 
 _KIND_ORDER = {kind: index for index, kind in enumerate(ALL_KINDS)}
 _SPACES = re.compile(r"\s+")
+_NOT_TEXT = frozenset({"Cc", "Cs"})  # control characters and lone surrogates
 
 
 @dataclass(order=True, frozen=True)
@@ -80,7 +82,16 @@ class _Collector:
 
 
 def normalise(query: str) -> str:
+    """The query as matched: runs of whitespace as one space, trimmed, lower case.
+
+    SEMANTICS R27: a control character left after that (a NUL above all) or a lone surrogate
+    is refused. A NUL ended the LIKE pattern in SQLite, so "\\x00\\x00" matched every
+    record, and PostgreSQL text cannot hold one. LIKE wildcards need no refusal: the
+    repository escapes them, so % and _ match themselves.
+    """
     needle = _SPACES.sub(" ", query).strip().lower()
+    if any(unicodedata.category(character) in _NOT_TEXT for character in needle):
+        raise ToolRefusal("The query must be plain text without control characters.")
     if len(needle) < MIN_QUERY:
         raise ToolRefusal(f"The query must be at least {MIN_QUERY} characters long.")
     return needle
