@@ -44,6 +44,7 @@ from airoi.tools.models import (
     SearchKind,
     SearchResult,
 )
+from airoi.tools.protocol_errors import FixedTransportErrors
 
 MCP_PATH = "/mcp"
 # SEMANTICS R30: the methods /mcp answers. Stateless, the SDK gives no session to end
@@ -357,7 +358,8 @@ class McpEndpoint:
             json_response=True,
             transport_security=transport_security(settings),
         )
-        inner = self._app
+        # SEMANTICS R15: the transport's own 400s carry a fixed message, not the client's input.
+        inner = FixedTransportErrors(self._app)
 
         @asgi(
             MCP_PATH,

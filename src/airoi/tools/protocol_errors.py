@@ -1,0 +1,82 @@
+"""Transport errors of /mcp with a fixed message, never the client's input (SEMANTICS R15).
+
+The SDK's streamable HTTP transport answers a body it cannot read as one JSON-RPC message
+with the parser's or pydantic's own text: `Validation error: 6 validation errors for
+union[JSONRPCRequest, ...] ... input_value='1.0' ... https://errors.pydantic.dev/...`,
+which repeats the client's values and carries exception prose. It builds that message
+inline (`StreamableHTTPServerTransport._handle_post_request`) and offers no hook, so
+`FixedTransportErrors` wraps the mounted app and replaces the error of such a response, a
+400 whose body is a JSON-RPC error without an id, before it is sent:
+
+- a body that is not JSON: -32700 "Parse error";
+- JSON that is not one request or notification (a batch, `[]`, a wrong `jsonrpc`, a
+  malformed envelope): -32600 "Invalid request". The SDK says -32602 (invalid params),
+  but JSON-RPC 2.0 (section 5.1) gives -32600 to a body that is not a valid request.
+
+Errors answering a request carry its id and are left alone; so is every other status.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+FIXED_ERRORS: Final[dict[int, dict[str, Any]]] = {
+    PARSE_ERROR: {"code": PARSE_ERROR, "message": "Parse error"},
+    INVALID_REQUEST: {"code": INVALID_REQUEST, "message": "Invalid request"},
+    INVALID_PARAMS: {"code": INVALID_REQUEST, "message": "Invalid request"},
+}
+BAD_REQUEST = 400
+
+
+def fixed_body(body: bytes) -> bytes:
+    """`body` with a fixed error when it is a transport error the table covers, else as it was."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(message, dict) or message.get("id", 0) is not None:
+        return body
+    error = message.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if not isinstance(code, int) or code not in FIXED_ERRORS:
+        return body
+    fixed = {"jsonrpc": "2.0", "id": None, "error": FIXED_ERRORS[code]}
+    return json.dumps(fixed, separators=(",", ":")).encode()
+
+
+class FixedTransportErrors:
+    """ASGI wrapper: a 400 answer is held until its body is complete, then sent fixed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        held: Message | None = None
+        chunks: list[bytes] = []
+
+        async def send_fixed(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] == BAD_REQUEST:
+                held = message
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = fixed_body(b"".join(chunks))
+            headers = [
+                (name, value)
+                for name, value in held.get("headers", [])
+                if name.lower() != b"content-length"
+            ]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**held, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, send_fixed)
