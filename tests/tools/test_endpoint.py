@@ -273,3 +273,40 @@ def test_allow_names_exactly_the_methods_mcp_serves(served: Served, world: World
         assert response.status_code == 200, response.text
         assert response.json()["result"]["serverInfo"]["name"] == "airoi"
         assert httpx.request(method, served.mcp_url, json=INITIALIZE, timeout=10).status_code == 401
+@pytest.mark.parametrize("name", ["nope", "get_roi_summary ", "GET_ROI_SUMMARY", ""])
+def test_an_unknown_tool_is_a_protocol_error(served: Served, world: World, name: str) -> None:
+    # MCP specification, server/tools "Error Handling": an unknown tool is a JSON-RPC error
+    # -32602, not a tool result. The message is fixed; the name sent is not repeated.
+    call = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": {}},
+    }
+    response = httpx.post(
+        served.mcp_url,
+        json=call,
+        headers={**MCP_HEADERS, **bearer(world.token_a), "mcp-protocol-version": "2025-06-18"},
+        timeout=30,
+    )
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "error": {"code": -32602, "message": "Unknown tool"},
+    }
+
+
+def test_the_client_sees_an_unknown_tool_as_an_error(served: Served, world: World) -> None:
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    async def work(client: Client) -> MCPError | None:
+        try:
+            await client.call_tool("delete_everything", {})
+        except MCPError as exc:
+            return exc
+        return None
+
+    error = served.with_client(world.token_a, work)
+    assert error is not None
+    assert (error.code, error.message) == (-32602, "Unknown tool")

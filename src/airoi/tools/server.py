@@ -21,7 +21,8 @@ from litestar.types import Receive, Scope, Send
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 from sqlalchemy import Engine
 
@@ -81,6 +82,12 @@ class AccountToolServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            # The MCP specification (server/tools, "Error Handling") makes an unknown tool a
+            # protocol error, -32602; the SDK answered it as a tool result. The name sent is
+            # not repeated (SEMANTICS R15: no input echoed in a protocol error).
+            raise MCPError(INVALID_PARAMS, "Unknown tool")
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
@@ -91,14 +98,10 @@ class AccountToolServer(MCPServer[Any]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                raise ToolRefusal(validation_sentence(cause, self._argument_names(name))) from cause
+                raise ToolRefusal(validation_sentence(cause, argument_names(tool))) from cause
             if isinstance(cause, ToolRefusal):
                 raise ToolRefusal(str(cause)) from cause
             raise
-
-    def _argument_names(self, name: str) -> tuple[str, ...]:
-        tool = self._tool_manager.get_tool(name)
-        return () if tool is None else argument_names(tool)
 
 
 def principal_of(ctx: Context) -> Principal:
