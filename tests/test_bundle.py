@@ -896,13 +896,21 @@ def test_deleting_an_initiative_removes_its_records_and_unlinks_its_decisions(
     assert rows(engine, tables.initiatives, id=5) == []
     decision = one(engine, tables.decisions, id=9)
     assert decision["initiative_id"] is None
-    assert decision["updated_at"] == NOW
+    # The unlinked decision changed: a new updated_at, so a sync by updated_since sees it.
+    assert (decision["created_at"], decision["updated_at"]) == (NOW, LATER)
+    assert report.updated["decisions"] == 1
     # Deleting again is a no-op; the original bundle's decision still reads as unchanged.
-    assert loaded(engine, {"delete": {"initiatives": [5]}}).totals()["deleted"] == 0
+    again = loaded(engine, {"delete": {"initiatives": [5]}})
+    assert (again.totals()["deleted"], again.totals()["updated"]) == (0, 0)
     bundle = base_bundle()
     del bundle["decisions"]
     loaded(engine, bundle, now=LATER)
     assert loaded(engine, {"decisions": base_bundle()["decisions"]}).unchanged["decisions"] == 1
+    # So does the decision with the stamps it had before it was unlinked.
+    stamped = {**base_bundle()["decisions"][0], "created_at": "2026-03-01T12:00:00Z"}
+    stamped["updated_at"] = "2026-03-01T12:00:00Z"
+    assert loaded(engine, {"decisions": [stamped]}).unchanged["decisions"] == 1
+    assert one(engine, tables.decisions, id=9)["updated_at"] == LATER
 
 
 def test_deleting_records_by_kind(engine: Engine) -> None:

@@ -1675,13 +1675,16 @@ class _Load:
             stored_row = self.stored_decisions.get(row["id"])
             initiative_id = row["initiative_id"]
             if stored_row is not None and stored_row["account_id"] == rec.account:
+                unlinked = stored_row["initiative_id"] is None
                 for column in (*kind.content, *kind.stamps):
                     if column in kind.stamps and column not in row:
                         continue
                     if column == "initiative_id" and (
-                        stored_row[column] is None or stored_row[column] == initiative_id
+                        unlinked or stored_row[column] == initiative_id
                     ):
                         continue  # unlinked when its initiative was deleted: still the same
+                    if column == "updated_at" and unlinked and row[column] <= stored_row[column]:
+                        continue  # the unlinking stamped it later than the bundle knew it
                     if stored_row[column] != row[column]:
                         self.problems.add(
                             f"{rec.label}.{column}: a decision never changes once written"
@@ -1794,19 +1797,21 @@ class _Load:
             if not ids:
                 continue
             if key == "initiatives":
-                # Children go with their initiative; decisions stay, unlinked, and
-                # keep their updated_at (they never otherwise change, SPEC 3).
+                # Children go with their initiative. Decisions stay, unlinked: nothing
+                # else about them changes (SPEC 3), but the row did change, so it gets a
+                # new updated_at and a sync by updated_since sees it (BUNDLE load rules).
                 for child in _INITIATIVE_CHILDREN:
                     gone = self._delete_where(child, "initiative_id", ids)
                     if gone:
                         deleted[child] = deleted.get(child, 0) + gone
                 table = tables.decisions
                 for batch in _chunks(sorted(ids)):
-                    self.conn.execute(
+                    result = self.conn.execute(
                         update(table)
                         .where(table.c.initiative_id.in_(batch))
-                        .values(initiative_id=None)
+                        .values(initiative_id=None, updated_at=self.now)
                     )
+                    self.report.updated["decisions"] += max(result.rowcount, 0)
             deleted[key] = deleted.get(key, 0) + self._delete_where(key, "id", ids)
 
     def _write_small(self, key: str) -> None:
