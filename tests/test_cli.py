@@ -82,8 +82,14 @@ def test_bad_bundle_names_record_and_field_and_writes_nothing(tmp_path: Path) ->
     path.write_text(json.dumps(bundle))
     result = airoi(tmp_path, "load", str(path), check=False)
     assert result.returncode != 0
-    assert "initiatives[id=100].stage" in result.stderr
-    assert "cost_entries[id=1000].currency" in result.stderr and "EUR" in result.stderr
+    # One line per problem, whole, however long (the terminal's width does not wrap it).
+    lines = result.stderr.splitlines()
+    assert (
+        "initiatives[id=100].stage: 'liv' is not one of identified, reviewing, implementing, "
+        "live, paused, completed, rejected, dismissed"
+    ) in lines
+    assert "cost_entries[id=1000].currency: no FX rate for EUR in account 1" in lines
+    assert lines[-1] == f"Nothing was loaded: 2 problem(s) in {path}."
     engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(initiatives)).scalar() == 0

@@ -142,9 +142,15 @@ def load(
         else:
             report = load_bundle(engine, file)
     except BundleError as exc:
+        # One line per problem (BUNDLE.md), however narrow the terminal: never wrapped.
         for problem in exc.problems:
-            err.print(problem, markup=False, highlight=False)
-        err.print(f"Nothing was loaded: {len(exc.problems)} problem(s) in {file}.", markup=False)
+            err.print(problem, markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"Nothing was loaded: {len(exc.problems)} problem(s) in {file}.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(1) from None
     table = Table("kind", "inserted", "updated", "unchanged", "deleted")
     kinds = sorted(
@@ -224,7 +230,7 @@ def token_issue(
     try:
         token = issue_token(engine, user, expires_in_days=expires_in)
     except TokenRefused as exc:
-        err.print(str(exc), markup=False)
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     out.print(token.secret, highlight=False)
     expiry = (
@@ -248,7 +254,7 @@ def token_revoke(
     try:
         revoked = revoke_token(engine, prefix)
     except TokenRefused as exc:
-        err.print(str(exc), markup=False)
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     out.print(f"Revoked the token {revoked}…", highlight=False)
 
@@ -344,7 +350,7 @@ def pull(
     try:
         fmt = format_for(to, format_)
     except ValueError as exc:
-        err.print(str(exc), markup=False)
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     columns = (
         SpinnerColumn(),
