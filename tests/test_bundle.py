@@ -731,6 +731,59 @@ def test_a_file_that_is_not_json_is_refused(engine: Engine, tmp_path: Path) -> N
     assert caught.value.problems[0].startswith("bundle: cannot read ")
 
 
+ONE_OBJECT = (
+    "bundle: text follows the JSON object (a second document or trailing text); "
+    "a bundle is exactly one JSON object"
+)
+ACME_2 = '{"accounts": [{"id": 3, "name": "Initech"}]'
+VENDOR_A = '{"id": 8, "account_id": 3, "name": "Initrode"}'
+VENDOR_B = '{"id": 9, "account_id": 3, "name": "Initrode Two"}'
+
+
+@pytest.mark.parametrize("name", ["bundle.json", "bundle.json.gz"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (ACME_2 + '}{"vendors": [' + VENDOR_A + "]}", ONE_OBJECT),
+        (ACME_2 + "} trailing", ONE_OBJECT),
+        (ACME_2 + "}\n[]\n", ONE_OBJECT),
+        (
+            ACME_2 + ', "vendors": [' + VENDOR_A + '], "vendors": [' + VENDOR_B + "]}",
+            "bundle: the key 'vendors' is given more than once",
+        ),
+    ],
+    ids=["two-documents", "trailing-text", "trailing-array", "repeated-key"],
+)
+def test_a_file_is_exactly_one_json_object(
+    engine: Engine, tmp_path: Path, name: str, text: str, expected: str
+) -> None:
+    loaded(engine)
+    path = tmp_path / name
+    data = text.encode()
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    assert refused(engine, path) == [expected]
+    # Whitespace after the object is not more text.
+    whole = ACME_2 + ', "vendors": [' + VENDOR_A + "]}\n \n"
+    path.write_bytes(gzip.compress(whole.encode()) if name.endswith(".gz") else whole.encode())
+    assert load_bundle(engine, path, now=LATER).inserted["vendors"] == 1
+
+
+def test_a_gzip_file_is_read_to_its_end(engine: Engine, tmp_path: Path) -> None:
+    loaded(engine)
+    packed = gzip.compress((ACME_2 + "}").encode())
+    path = tmp_path / "bundle.json.gz"
+    path.write_bytes(packed[:-4])  # the JSON is whole, the gzip stream is not
+    problems = refused(engine, path)
+    assert len(problems) == 1 and problems[0].startswith("bundle: not a valid gzip file ("), (
+        problems
+    )
+    path.write_bytes(packed + b"trailing")
+    problems = refused(engine, path)
+    assert len(problems) == 1 and problems[0].startswith("bundle: not a valid gzip file ("), (
+        problems
+    )
+
+
 # --------------------------------------------------------------------------- references
 
 

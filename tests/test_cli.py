@@ -17,7 +17,8 @@ from sqlalchemy import func, select
 
 from airoi.app import create_app
 from airoi.db.engine import make_engine
-from airoi.db.tables import cost_entries, initiatives
+from airoi.db.tables import accounts, cost_entries, initiatives
+from airoi.db.tables import vendors as vendors_table
 from airoi.demo import DEMO_SECRET_MARKER
 from airoi.settings import Settings
 from tests.conftest import bearer
@@ -94,6 +95,34 @@ def test_bad_bundle_names_record_and_field_and_writes_nothing(tmp_path: Path) ->
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(initiatives)).scalar() == 0
         assert conn.execute(select(func.count()).select_from(cost_entries)).scalar() == 0
+    engine.dispose()
+
+
+def test_load_refuses_a_file_that_is_not_exactly_one_json_object(tmp_path: Path) -> None:
+    airoi(tmp_path, "init")
+    vendors = json.dumps([{"id": 5, "account_id": 1, "name": "OpenAI"}])
+    path = tmp_path / "two.json"
+    for text, expected in (
+        ('{"accounts": []}{"vendors": ' + vendors + "}", "a bundle is exactly one JSON object"),
+        ('{"accounts": []} trailing', "a bundle is exactly one JSON object"),
+        (
+            '{"accounts": [{"id": 1, "name": "Acme"}], "vendors": '
+            + vendors
+            + ', "vendors": [{"id": 6, "account_id": 1, "name": "Anthropic"}]}',
+            "bundle: the key 'vendors' is given more than once",
+        ),
+    ):
+        path.write_text(text)
+        for given in (path, tmp_path / "two.json.gz"):
+            if given.suffix == ".gz":
+                given.write_bytes(gzip.compress(text.encode()))
+            result = airoi(tmp_path, "load", str(given), check=False)
+            assert result.returncode == 1, result.stdout
+            assert expected in result.stderr and "Nothing was loaded" in result.stderr
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.connect() as conn:
+        for table in (accounts, vendors_table):
+            assert conn.execute(select(func.count()).select_from(table)).scalar() == 0
     engine.dispose()
 
 

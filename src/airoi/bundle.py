@@ -965,6 +965,7 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
     Each top-level key is announced first with position -2 (even an empty
     array's). A top-level value that is not an array comes whole, with
     position -1. One element is built at a time, so a million-entry array streams.
+    The input is read to its end: a bundle is exactly one JSON object.
     """
     first = next(events, None)
     if first is None or first[0] != "start_map":
@@ -980,9 +981,22 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
         elif event == "start_map":
             yield key, -1, _build_map(events)
         elif event == "end_map":
-            return
+            break
         else:
             yield key, -1, value
+    # Past the object only whitespace may follow; the parser refuses anything else
+    # (a second document, trailing text), which would otherwise go unread.
+    try:
+        for _ in events:
+            break
+        else:
+            return
+    except ijson.JSONError:
+        pass
+    raise _BadSource(
+        "bundle: text follows the JSON object (a second document or trailing text); "
+        "a bundle is exactly one JSON object"
+    )
 
 
 class _Source:
@@ -1240,7 +1254,10 @@ class _Load:
 
     def _take(self, key: str, pos: int, item: Any) -> None:
         if pos == -2:
-            if key not in BUNDLE_KEYS and key not in self.seen_keys:
+            if key in self.seen_keys:
+                # JSON leaves a repeated name's meaning open: refuse it rather than guess.
+                self.problems.add(f"bundle: the key {key!r} is given more than once")
+            elif key not in BUNDLE_KEYS:
                 self.problems.add(f"bundle: unknown key {key!r}")
             self.seen_keys.add(key)
             return
