@@ -768,6 +768,22 @@ def test_a_file_is_exactly_one_json_object(
     assert load_bundle(engine, path, now=LATER).inserted["vendors"] == 1
 
 
+def test_a_name_given_twice_in_a_record_is_refused(engine: Engine, tmp_path: Path) -> None:
+    loaded(engine)
+    path = tmp_path / "repeated.json"
+    path.write_text(
+        '{"vendors": [{"id": 1, "account_id": 1, "name": "OpenAI", "name": "Other"}],'
+        ' "cost_entries": [{"id": 17, "initiative_id": 5, "amount_cents": 1,'
+        ' "source": {"type": "csv", "type": "api"}}],'
+        ' "delete": {"initiatives": [404], "initiatives": [7]}}'
+    )
+    assert sorted(refused(engine, path)) == [
+        "cost_entries[id=17].source.type: given more than once",
+        "delete.initiatives: given more than once",
+        "vendors[id=1].name: given more than once",
+    ]
+
+
 def test_a_gzip_file_is_read_to_its_end(engine: Engine, tmp_path: Path) -> None:
     loaded(engine)
     packed = gzip.compress((ACME_2 + "}").encode())

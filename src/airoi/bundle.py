@@ -916,45 +916,70 @@ class _BadSource(Exception):
     """A bundle that cannot be read at all; the message is the problem line."""
 
 
-def _build_map(events: Iterator[tuple[str, Any]]) -> dict[str, Any]:
+class _Repeated:
+    """A value whose objects gave a name more than once, with the dotted paths of those names.
+
+    JSON leaves the meaning of a repeated name open (RFC 8259, 4); a bundle that
+    has one is refused rather than read as whichever copy came last.
+    """
+
+    __slots__ = ("names", "value")
+
+    def __init__(self, value: Any, names: list[str]) -> None:
+        self.value = value
+        self.names = names
+
+
+def _build_map(events: Iterator[tuple[str, Any]], repeated: list[str], path: str) -> dict[str, Any]:
     obj: dict[str, Any] = {}
     key = ""
     for event, value in events:
         if event == "map_key":
             key = value
+            if key in obj:
+                repeated.append(path + key)
         elif event == "end_map":
             return obj
         elif event == "start_map":
-            obj[key] = _build_map(events)
+            obj[key] = _build_map(events, repeated, f"{path}{key}.")
         elif event == "start_array":
-            obj[key] = _build_list(events)
+            obj[key] = _build_list(events, repeated, f"{path}{key}")
         else:
             obj[key] = value
     return obj  # pragma: no cover - the parser raises on truncated input
 
 
-def _build_list(events: Iterator[tuple[str, Any]]) -> list[Any]:
+def _build_list(events: Iterator[tuple[str, Any]], repeated: list[str], path: str) -> list[Any]:
     items: list[Any] = []
     for event, value in events:
         if event == "end_array":
             return items
         if event == "start_map":
-            items.append(_build_map(events))
+            items.append(_build_map(events, repeated, f"{path}[#{len(items)}]."))
         elif event == "start_array":
-            items.append(_build_list(events))
+            items.append(_build_list(events, repeated, f"{path}[#{len(items)}]"))
         else:
             items.append(value)
     return items  # pragma: no cover
 
 
+def _build_value(event: str, events: Iterator[tuple[str, Any]]) -> Any:
+    """An object or array whose start event was just read; a _Repeated if a name repeats."""
+    repeated: list[str] = []
+    value: Any = (
+        _build_map(events, repeated, "")
+        if event == "start_map"
+        else _build_list(events, repeated, "")
+    )
+    return _Repeated(value, repeated) if repeated else value
+
+
 def _array_items(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
     for event, value in events:
-        if event == "start_map":
-            yield _build_map(events)
+        if event in ("start_map", "start_array"):
+            yield _build_value(event, events)
         elif event == "end_array":
             return
-        elif event == "start_array":
-            yield _build_list(events)
         else:
             yield value
 
@@ -979,7 +1004,7 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
             for pos, item in enumerate(_array_items(events)):
                 yield key, pos, item
         elif event == "start_map":
-            yield key, -1, _build_map(events)
+            yield key, -1, _build_value(event, events)
         elif event == "end_map":
             break
         else:
@@ -1261,6 +1286,18 @@ class _Load:
                 self.problems.add(f"bundle: unknown key {key!r}")
             self.seen_keys.add(key)
             return
+        if type(item) is _Repeated:
+            # Only where the value is read: a record, or the delete object. Anything
+            # else (an unknown key, an array for a record) is refused for what it is.
+            where = None
+            if key in KINDS and pos >= 0 and type(item.value) is dict:
+                where = _label(KINDS[key], item.value, pos)
+            elif key == "delete" and pos == -1:
+                where = key
+            if where is not None:
+                for name in item.names:
+                    self.problems.add(f"{where}.{name}: given more than once")
+            item = item.value
         if key not in KINDS:
             if key == "delete":
                 if pos == -1:
