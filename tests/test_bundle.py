@@ -18,7 +18,7 @@ from sqlalchemy import Engine, select
 from airoi.bundle import BundleError, LoadReport, load_bundle
 from airoi.db import tables
 from airoi.db.tables import metadata
-from airoi.tokens import hash_token, shown_prefix
+from airoi.tokens import SECRET_MIN_LENGTH, hash_token, new_token, secret_length, shown_prefix
 
 NOW = datetime(2026, 3, 1, 12, 0, 0)
 LATER = datetime(2026, 3, 2, 8, 30, 0, 250_000)
@@ -1127,6 +1127,55 @@ def test_tokens_are_stored_hashed_never_in_clear(engine: Engine) -> None:
     bundle["tokens"][0]["revoked_at"] = "2026-03-02T00:00:00Z"
     assert loaded(engine, bundle, now=LATER).updated["tokens"] == 1
     assert one(engine, tables.tokens, user_id=1)["revoked_at"] == datetime(2026, 3, 2)
+
+
+def _too_short(length: int) -> str:
+    return (
+        "tokens[user_id=1].token: too short to hold 32 bytes of entropy (SEMANTICS R29): the "
+        "secret after the 'airoi_' prefix (or the whole token, without one) needs at least 43 "
+        f"characters, as 32 random bytes take in URL-safe base64; it has {length}"
+    )
+
+
+def test_a_token_too_short_for_32_bytes_of_entropy_is_refused(engine: Engine) -> None:
+    loaded(engine)
+    short = "airoi_" + "k" * 42
+    problems = refused(
+        engine, {"tokens": [{"user_id": 1, "token": "short"}, {"user_id": 1, "token": short}]}
+    )
+    assert problems == [_too_short(5), _too_short(42)]
+    # 43 characters after the prefix (or without one) is what `airoi token issue` writes.
+    assert secret_length(new_token()) == SECRET_MIN_LENGTH == 43
+    enough = [{"user_id": 1, "token": short + "k"}, {"user_id": 1, "token": "k" * 43}]
+    assert loaded(engine, {"tokens": enough}).inserted["tokens"] == 2
+    # A revoked token opens nothing: a bundle may record (or revoke) one, however short.
+    gone = {"user_id": 1, "token": "short", "revoked_at": "2026-03-01T00:00:00Z"}
+    assert loaded(engine, {"tokens": [gone]}).inserted["tokens"] == 1
+
+
+def test_a_token_for_a_user_who_is_not_owner_or_admin_is_refused(engine: Engine) -> None:
+    loaded(engine)
+    member = {"id": 3, "account_id": 1, "name": "Max", "role": "member"}
+    token = {"user_id": 3, "token": SECRET + "-max"}
+    problems = refused(engine, {"users": [member], "tokens": [token]})
+    assert problems == [
+        "tokens[user_id=3].user_id: user 3 is a member; tokens are issued only to an Owner or "
+        "Admin (SPEC 5)"
+    ]
+    # A stored user's role counts; a role given in the same bundle counts over the stored one.
+    loaded(engine, {"users": [member]})
+    assert refused(engine, {"tokens": [token]}) == problems
+    viewer = {**record(base_bundle(), "users", 1), "role": "viewer"}
+    assert refused(engine, {"users": [viewer], "tokens": base_bundle()["tokens"]}) == [
+        "tokens[user_id=1].user_id: user 1 is a viewer; tokens are issued only to an Owner or "
+        "Admin (SPEC 5)"
+    ]
+    promoted = {**member, "role": "admin"}
+    assert loaded(engine, {"users": [promoted], "tokens": [token]}).inserted["tokens"] == 1
+    # A revoked token opens nothing: a bundle can revoke the token of a user who lost the role.
+    revoked = {**token, "revoked_at": "2026-03-01T00:00:00Z"}
+    report = loaded(engine, {"users": [member], "tokens": [revoked]}, now=LATER)
+    assert (report.updated["users"], report.updated["tokens"]) == (1, 1)
 
 
 # --------------------------------------------------------------------------- files

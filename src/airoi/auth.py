@@ -15,9 +15,7 @@ from airoi.db.prepared import Prepared
 from airoi.db.tables import accounts, tokens, users
 from airoi.errors import ApiError
 from airoi.timeutil import utc_now
-from airoi.tokens import PREFIX_LENGTH, hash_token, new_token, shown_prefix
-
-ISSUING_ROLES = frozenset({"owner", "admin"})
+from airoi.tokens import ISSUING_ROLES, PREFIX_LENGTH, hash_token, new_token, shown_prefix
 
 
 @dataclass(frozen=True)

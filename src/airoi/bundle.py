@@ -58,7 +58,14 @@ from sqlalchemy.exc import DataError, IntegrityError
 from airoi.db import tables
 from airoi.finance.money import FxTable, MissingRate, entry_date
 from airoi.timeutil import parse_date, parse_datetime, truncate_ms, utc_now
-from airoi.tokens import hash_token, shown_prefix
+from airoi.tokens import (
+    ISSUING_ROLES,
+    SECRET_MIN_LENGTH,
+    TOKEN_PREFIX,
+    hash_token,
+    secret_length,
+    shown_prefix,
+)
 
 __all__ = ["BundleError", "LoadReport", "ProgressHook", "load_bundle"]
 
@@ -512,11 +519,16 @@ def _derive_value(row: dict[str, Any]) -> None:
             row["provenance"] = "entered by hand"
 
 
+_GIVEN_LENGTH: Final = "given length"  # no column has this name
+
+
 def _derive_token(row: dict[str, Any]) -> None:
-    # SEMANTICS R29: only the hash and the shown prefix are kept, never the secret.
+    # SEMANTICS R29: only the hash and the shown prefix are kept, never the secret. Its
+    # length is kept until _check_token_issuers, which takes it out of the row.
     secret = row.pop("token")
     row["token_hash"] = hash_token(secret) if secret is not None else None
     row["prefix"] = shown_prefix(secret) if secret is not None else None
+    row[_GIVEN_LENGTH] = secret_length(secret) if secret is not None else None
 
 
 _T = tables
@@ -1646,6 +1658,7 @@ class _Load:
                         )
 
     def _check_tokens(self) -> None:
+        self._check_token_issuers()
         recs = [rec for rec in self.small["tokens"] if rec.row["token_hash"] is not None]
         by_hash = {rec.row["token_hash"]: rec for rec in recs}
         table = tables.tokens
@@ -1657,6 +1670,45 @@ class _Load:
                     self.problems.add(
                         f"{rec.label}.token: this token is already issued to another user"
                     )
+
+    def _check_token_issuers(self) -> None:
+        """A token that can authenticate: 32 bytes of secret (R29), an Owner's or Admin's (SPEC 5).
+
+        A revoked token opens nothing, so it is taken as given: a bundle can revoke
+        any stored token, whatever its secret or its user's role now.
+        """
+        live = []
+        for rec in self.small["tokens"]:
+            length = rec.row.pop(_GIVEN_LENGTH)
+            if rec.row["revoked_at"] is not None:
+                continue
+            live.append(rec)
+            if length is not None and length < SECRET_MIN_LENGTH:
+                self.problems.add(
+                    f"{rec.label}.token: too short to hold 32 bytes of entropy (SEMANTICS R29): "
+                    f"the secret after the {TOKEN_PREFIX!r} prefix (or the whole token, without "
+                    f"one) needs at least {SECRET_MIN_LENGTH} characters, as 32 random bytes "
+                    f"take in URL-safe base64; it has {length}"
+                )
+        roles = {rec.row["id"]: rec.row["role"] for rec in self.small["users"]}
+        wanted = {
+            rec.row["user_id"]
+            for rec in live
+            if rec.account is not None and rec.row["user_id"] not in roles
+        }
+        table = tables.users
+        for batch in _chunks(sorted(wanted)):
+            query = select(table.c.id, table.c.role).where(table.c.id.in_(batch))
+            for user_id, role in self.conn.execute(query):
+                roles[user_id] = role
+        for rec in live:
+            user_id = rec.row["user_id"]
+            role = roles.get(user_id) if rec.account is not None else None
+            if role is not None and role not in ISSUING_ROLES:
+                self.problems.add(
+                    f"{rec.label}.user_id: user {user_id} is a {role}; tokens are issued "
+                    "only to an Owner or Admin (SPEC 5)"
+                )
 
     def _check_vendors(self) -> None:
         recs = self.small["vendors"]
