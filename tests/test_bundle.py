@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -407,13 +408,13 @@ def test_fx_rates_upsert_by_account_currency_and_date(engine: Engine) -> None:
     bundle = {
         "fx_rates": [
             {"account_id": 1, "currency": "EUR", "rate": "1.1", "effective_from": "2026-01-01"},
-            {"account_id": 1, "currency": "GBP", "rate": 1.2650, "effective_from": "2026-01-01"},
+            {"account_id": 1, "currency": "GBP", "rate": "1.2650", "effective_from": "2026-01-01"},
         ]
     }
     report = loaded(engine, bundle, now=LATER)
     assert (report.updated["fx_rates"], report.inserted["fx_rates"]) == (1, 1)
     stored = {(r["currency"], r["rate"]) for r in rows(engine, tables.fx_rates)}
-    assert stored == {("EUR", "1.1"), ("GBP", "1.265")}
+    assert stored == {("EUR", "1.1"), ("GBP", "1.2650")}
 
 
 # --------------------------------------------------------------------------- problems
@@ -1209,14 +1210,30 @@ def test_a_dict_reports_progress_in_records(engine: Engine) -> None:
     assert calls[-1] == (42, 42)  # 21 records, read twice
 
 
-def test_an_fx_rate_given_as_a_json_number_keeps_its_digits(engine: Engine, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["rates.json", "rates.json.gz"])
+def test_an_fx_rate_given_as_a_json_number_is_refused(
+    engine: Engine, tmp_path: Path, name: str
+) -> None:
+    label = "fx_rates[account_id=1,currency=EUR,effective_from=2026-01-01].rate"
+    text = json.dumps(base_bundle()).replace('"rate": "1.0850"', '"rate": 1.2345678901234567')
+    assert '"rate": 1.2345678901234567' in text
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    assert refused(engine, path) == [
+        f"{label}: 1.2345678901234567 is a JSON number; write the rate as a decimal string: "
+        '"1.2345678901234567"'
+    ]
+    assert all(not table_rows for table_rows in snapshot(engine).values())
+    # A parsed bundle is held to the same: a float, an int or a Decimal is not a string.
+    for number, hint in ((1.085, "1.085"), (2, "2"), (Decimal("1E-7"), "0.0000001")):
+        bundle = base_bundle()
+        bundle["fx_rates"][0]["rate"] = number
+        assert refused(engine, bundle) == [
+            f'{label}: {number} is a JSON number; write the rate as a decimal string: "{hint}"'
+        ]
     bundle = base_bundle()
-    path = tmp_path / "rates.json"
-    text = json.dumps(bundle).replace('"rate": "1.0850"', '"rate": 1.0850')
-    assert '"rate": 1.0850' in text
-    path.write_text(text)
-    load_bundle(engine, path, now=NOW)
-    assert one(engine, tables.fx_rates, account_id=1)["rate"] == "1.0850"
+    bundle["fx_rates"][0]["rate"] = True
+    assert refused(engine, bundle) == [f"{label}: true is not a decimal string such as '1.0825'"]
 
 
 @pytest.mark.parametrize("kinds", [("cost_entries",), ("cost_entries", "value_entries")])

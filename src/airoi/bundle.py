@@ -14,9 +14,10 @@ BUNDLE.md is the contract. A bundle is read twice, in bounded memory:
   transaction. A problem met while writing still raises BundleError and rolls
   everything back.
 
-A file is streamed with ijson (yajl2_c) in decimal mode, so an FX rate given as
-a JSON number keeps its digits exactly; other numbers become floats only once
-accepted.
+A file is streamed with ijson (yajl2_c) in decimal mode, so no number is rounded
+while it is read; numbers become floats only once accepted. An FX rate is a
+decimal string (BUNDLE.md): given as a JSON number it is refused, as a reader
+of the same file elsewhere may round it.
 """
 
 from __future__ import annotations
@@ -322,27 +323,31 @@ _PLAIN_DECIMAL: Final = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
 def _conv_rate(value: Any) -> str:
-    """An FX rate: a decimal string > 0, kept as text (a JSON number keeps its digits)."""
-    if type(value) is str:
-        text = value.strip()
-        if not _PLAIN_DECIMAL.fullmatch(text):
-            raise _Bad(f"{_show(value)} is not a decimal number such as '1.0825'")
-    elif type(value) is int or type(value) is Decimal or type(value) is float:
-        # Decimal(str(...)) keeps the digits as written; no float arithmetic.
-        try:
-            exact = Decimal(str(value))
-        except InvalidOperation:
-            raise _Bad(f"{_show(value)} is not a decimal number") from None
-        if not exact.is_finite():
-            raise _Bad(f"{_show(value)} is not a decimal number")
-        text = format(exact, "f")
-    else:
+    """An FX rate: a decimal string > 0 (BUNDLE.md), kept as text, exact."""
+    if type(value) is not str:
+        if type(value) is int or type(value) is Decimal or type(value) is float:
+            raise _Bad(
+                f"{_show(value)} is a JSON number; write the rate as a decimal string: "
+                f'"{_rate_hint(value)}"'
+            )
+        raise _Bad(f"{_show(value)} is not a decimal string such as '1.0825'")
+    text = value.strip()
+    if not _PLAIN_DECIMAL.fullmatch(text):
         raise _Bad(f"{_show(value)} is not a decimal number such as '1.0825'")
     if Decimal(text) <= 0:
         raise _Bad(f"{_show(value)} is not greater than 0")
     if len(text) > 40:
         raise _Bad("longer than 40 characters")
     return text
+
+
+def _rate_hint(number: int | Decimal | float) -> str:
+    """The number as the string to write instead: its digits as given, without an exponent."""
+    try:
+        exact = Decimal(str(number))
+    except InvalidOperation:  # pragma: no cover - every int, float or Decimal has a str
+        return "1.0825"
+    return format(exact, "f") if exact.is_finite() and exact > 0 else "1.0825"
 
 
 def _conv_secret(value: Any) -> str:
