@@ -873,9 +873,52 @@ def test_an_id_that_belongs_to_another_account_is_refused(engine: Engine) -> Non
             "users[id=1].account_id: id 1 belongs to another account",
             "vendors[id=3].account_id: id 3 belongs to another account",
             "initiatives[id=5].account_id: id 5 belongs to another account",
-            "cost_entries[id=17].account_id: id 17 belongs to another account",
+            "cost_entries[id=17].initiative_id: initiative 7 is in account 2, but id 17 "
+            "belongs to account 1: a row never moves to another account",
         ]
     )
+
+
+def test_a_refusal_names_the_field_the_bundle_gave(engine: Engine) -> None:
+    loaded(engine)
+    # Records whose account follows their initiative (or metric) name that field.
+    problems = refused(
+        engine,
+        {
+            "cost_entries": [{"id": 17, "initiative_id": 7, "amount_cents": 1}],
+            "initiative_notes": [{"id": 51, "initiative_id": 7, "body": "Moved"}],
+            "observations": [
+                {"id": 31, "metric_id": 6},
+                {"id": 32, "account_id": 2, "value": 1.0},
+            ],
+            "metrics": [{"id": 6, "account_id": 2, "metric_key": "k", "name": "Moved"}],
+        },
+    )
+    moved = "belongs to account 1: a row never moves to another account"
+    assert sorted(problems) == [
+        f"cost_entries[id=17].initiative_id: initiative 7 is in account 2, but id 17 {moved}",
+        f"initiative_notes[id=51].initiative_id: initiative 7 is in account 2, but id 51 {moved}",
+        "metrics[id=6].account_id: id 6 belongs to another account",
+    ]
+    # A record refused for its own account_id is named once; the records that hang off it
+    # or refer to it say nothing of an account it cannot have.
+    for key, record_id, account_id, expected in (
+        ("initiatives", 5, 777, "initiatives[id=5].account_id: no account 777"),
+        ("initiatives", 5, 2, "initiatives[id=5].account_id: id 5 belongs to another account"),
+        ("users", 1, 777, "users[id=1].account_id: no account 777"),
+        ("users", 1, 2, "users[id=1].account_id: id 1 belongs to another account"),
+        ("vendors", 2, 777, "vendors[id=2].account_id: no account 777"),
+        ("metrics", 6, 2, "metrics[id=6].account_id: id 6 belongs to another account"),
+    ):
+        bundle = base_bundle()
+        record(bundle, key, record_id)["account_id"] = account_id
+        assert refused(engine, bundle) == [expected], (key, account_id)
+
+
+def test_a_new_initiative_of_no_account_is_named_once(engine: Engine) -> None:
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["account_id"] = 777
+    assert refused(engine, bundle) == ["initiatives[id=5].account_id: no account 777"]
 
 
 def test_a_token_issued_to_another_user_is_refused(engine: Engine) -> None:
@@ -1272,7 +1315,8 @@ def test_a_large_file_streams_in_batches(
     problems = refused(engine, _write(tmp_path / "refused.json", bundle))
     assert sorted(problems) == [
         "cost_entries[id=3100].currency: no FX rate for GBP in account 1",
-        "cost_entries[id=3200].account_id: id 3200 belongs to another account",
+        "cost_entries[id=3200].initiative_id: initiative 7 is in account 2, but id 3200 "
+        "belongs to account 1: a row never moves to another account",
     ]
 
 

@@ -1244,6 +1244,16 @@ class _Account:
 _MISSING: Final[Any] = object()
 
 
+def _moved(record_id: int, given: str | None, account: int, stored_account: int) -> str:
+    """Why an upsert is refused: the row would move to another account (BUNDLE load rules)."""
+    if given is None:
+        return f"id {record_id} belongs to another account"
+    return (
+        f"{given} is in account {account}, but id {record_id} belongs to account "
+        f"{stored_account}: a row never moves to another account"
+    )
+
+
 # --------------------------------------------------------------------------- the load
 
 
@@ -1270,6 +1280,8 @@ class _Load:
         self.pending: dict[str, dict[int, tuple[Any, ...]]] = {key: {} for key in _BIG}
         # Filled at the end of pass 1.
         self.present: dict[str, dict[int, int | None]] = {}
+        # Small kinds: the store's (account, initiative) of each id the bundle gives.
+        self.stored: dict[str, dict[int, tuple[int, int | None]]] = {}
         self.accounts: dict[int, _Account] = {}
         self.fx_pairs: set[tuple[int, str]] = set()
         self.fx_needed: dict[tuple[int, str], list[tuple[str, str]]] = {}
@@ -1403,13 +1415,14 @@ class _Load:
 
     def _check(self) -> None:
         self._check_duplicates()
+        self._load_stored()
         self._load_present()
         self._resolve_small_accounts()
+        self._check_stored_ids()
         for key, recs in self.small.items():
             kind = KINDS[key]
             for rec in recs:
                 self._check_refs(kind, rec)
-        self._check_stored_ids()
         self._check_tokens()
         self._check_vendors()
         self._check_integrations()
@@ -1477,8 +1490,31 @@ class _Load:
                         wanted["integrations"].add(group[5])
         return wanted
 
+    def _load_stored(self) -> None:
+        """The store's account (and initiative) of every id the bundle's small kinds give."""
+        for key, recs in self.small.items():
+            if key in ("accounts", "tokens", "fx_rates"):
+                continue
+            table = KINDS[key].table
+            ids = {rec.row["id"] for rec in recs if rec.row["id"] is not None}
+            has_initiative = "initiative_id" in table.c
+            stored: dict[int, tuple[int, int | None]] = {}
+            for batch in _chunks(sorted(ids)):
+                columns = [table.c.id, table.c.account_id]
+                if has_initiative:
+                    columns.append(table.c.initiative_id)
+                for row in self.conn.execute(select(*columns).where(table.c.id.in_(batch))):
+                    stored[row[0]] = (row[1], row[2] if has_initiative else None)
+            self.stored[key] = stored
+
     def _load_present(self) -> None:
-        """Which rows exist after this bundle (bundle or store, minus its deletes), by account."""
+        """Which rows exist after this bundle (bundle or store, minus its deletes), by account.
+
+        A row of the bundle whose own account is refused (no such account, or not the
+        account the store holds it under) is present with account None: its problem is
+        named once, on its own account_id, and records that refer to it are not checked
+        against an account it cannot have.
+        """
         wanted = self._referenced()
         for target in ("users", "vendors", "integrations", "metrics", "initiatives"):
             present: dict[int, int | None] = {}
@@ -1486,6 +1522,10 @@ class _Load:
                 if rec.row["id"] is not None:
                     present[rec.row["id"]] = rec.row["account_id"]
             deleted = self.deletes.get(target, set())
+            for record_id, (stored_account, _) in self.stored[target].items():
+                moved = present.get(record_id) not in (None, stored_account)
+                if moved and record_id not in deleted:
+                    present[record_id] = None
             missing = wanted[target] - present.keys() - deleted
             present.update(_ids_to_accounts(self.conn, KINDS[target].table, missing))
             self.present[target] = present
@@ -1505,6 +1545,11 @@ class _Load:
             for account_id, currency, internal in self.conn.execute(query):
                 self.accounts[account_id] = _Account(currency, bool(internal))
         self.present["accounts"] = {account_id: account_id for account_id in self.accounts}
+        for target in ("users", "vendors", "integrations", "metrics", "initiatives"):
+            present = self.present[target]
+            for record_id, account_id in present.items():
+                if account_id is not None and account_id not in self.accounts:
+                    present[record_id] = None
 
     def _initiative_account(self, initiative_id: int) -> Any:
         return self.present["initiatives"].get(initiative_id, _MISSING)
@@ -1519,13 +1564,19 @@ class _Load:
         """The account of a record that hangs off an initiative (or a metric)."""
         found: list[tuple[str, str]] = []
         by_initiative = by_metric = None
+        # An initiative or metric present with account None is itself refused, and named
+        # there: the record's account is unknown, and nothing is said about it here.
         if initiative_id is not None:
             account = self._initiative_account(initiative_id)
+            if account is None:
+                return None, found
             if account is _MISSING:
                 found.append(("initiative_id", f"no initiative {initiative_id}"))
             by_initiative = None if account is _MISSING else account
         if mode == "observation" and metric_id is not None:
             account = self.present["metrics"].get(metric_id, _MISSING)
+            if account is None:
+                return None, found
             if account is _MISSING:
                 found.append(("metric_id", f"no metric {metric_id}"))
             by_metric = None if account is _MISSING else account
@@ -1639,28 +1690,33 @@ class _Load:
 
     def _check_stored_ids(self) -> None:
         """An upsert never moves a row to another account (BUNDLE load rules)."""
-        for key, recs in self.small.items():
-            if key in ("accounts", "tokens", "fx_rates"):
-                continue
-            table = KINDS[key].table
-            by_id = {rec.row["id"]: rec for rec in recs if rec.row["id"] is not None}
-            has_initiative = "initiative_id" in table.c
-            for batch in _chunks(sorted(by_id)):
-                columns = [table.c.id, table.c.account_id]
-                if has_initiative:
-                    columns.append(table.c.initiative_id)
-                query = select(*columns).where(table.c.id.in_(batch))
-                for stored in self.conn.execute(query):
-                    rec = by_id[stored[0]]
-                    initiative_id = stored[2] if has_initiative else None
-                    if key == "decisions":
-                        initiative_id = None  # decisions are not deleted with an initiative
-                    if self._gone(key, stored[0], initiative_id):
-                        continue
-                    if rec.account is not None and stored[1] != rec.account:
-                        self.problems.add(
-                            f"{rec.label}.account_id: id {stored[0]} belongs to another account"
-                        )
+        for key, stored in self.stored.items():
+            kind = KINDS[key]
+            by_id = {rec.row["id"]: rec for rec in self.small[key] if rec.row["id"] is not None}
+            for record_id, (stored_account, stored_initiative) in stored.items():
+                rec = by_id[record_id]
+                # Decisions are not deleted with their initiative.
+                parent = None if key == "decisions" else stored_initiative
+                if self._gone(key, record_id, parent):
+                    continue
+                if rec.account is not None and stored_account != rec.account:
+                    field_name, given = self._account_field(kind, rec.row.get("initiative_id"))
+                    self.problems.add(
+                        f"{rec.label}.{field_name}: "
+                        + _moved(record_id, given, rec.account, stored_account)
+                    )
+                    rec.account = None  # its references are not checked in an account it lacks
+
+    @staticmethod
+    def _account_field(
+        kind: _Kind, initiative_id: int | None, metric_id: int | None = None
+    ) -> tuple[str, str | None]:
+        """The field that gave a record its account, and what it names (None: the account)."""
+        if kind.account in ("initiative", "observation") and initiative_id is not None:
+            return "initiative_id", f"initiative {initiative_id}"
+        if kind.account == "observation" and metric_id is not None:
+            return "metric_id", f"metric {metric_id}"
+        return "account_id", None
 
     def _check_tokens(self) -> None:
         self._check_token_issuers()
@@ -1848,11 +1904,12 @@ class _Load:
             account, _ = self._entry_account(kind.account, initiative_id, metric_id, given_account)
             if account is None or account == stored_account:
                 continue
+            field_name, given = self._account_field(kind, initiative_id, metric_id)
             for record_id in ids:
                 if record_id not in deleted:
                     self.problems.add(
-                        f"{key}[id={record_id}].account_id: id {record_id} "
-                        "belongs to another account"
+                        f"{key}[id={record_id}].{field_name}: "
+                        + _moved(record_id, given, account, stored_account)
                     )
 
     def _check_fx(self) -> None:
