@@ -177,3 +177,31 @@ def test_revoked_token_stops_working(client: Client, engine: Engine) -> None:
     assert client.get("/api/v1/metrics", headers=bearer(issued.secret)).status_code == 401
     with pytest.raises(TokenRefused):
         revoke_token(engine, issued.prefix)
+
+
+def test_a_whole_token_revokes_exactly_that_token(client: Client, engine: Engine) -> None:
+    b = BundleBuilder()
+    owner = b.user(b.account(), role="owner")
+    first = b.token(owner, secret="airoi_sameprefix-" + "a" * 40)
+    second = b.token(owner, secret="airoi_sameprefix-" + "b" * 40)
+    b.load(engine)
+    shown = first[:14]
+    assert second[:14] == shown
+    with pytest.raises(TokenRefused) as ambiguous:
+        revoke_token(engine, shown)
+    assert str(ambiguous.value) == (
+        f"2 live tokens share the prefix {shown!r}; give the whole token to revoke one of them."
+    )
+    # More than the shown prefix, but not a whole token: still ambiguous, and not echoed.
+    with pytest.raises(TokenRefused) as partial:
+        revoke_token(engine, first[:30])
+    assert first[14:30] not in str(partial.value)
+    assert revoke_token(engine, first) == shown
+    assert client.get("/api/v1/metrics", headers=bearer(first)).status_code == 401
+    assert client.get("/api/v1/metrics", headers=bearer(second)).status_code == 200
+    with pytest.raises(TokenRefused) as again:
+        revoke_token(engine, first)
+    assert str(again.value) == f"The token {shown}… is already revoked."
+    # One live token left with that prefix: the prefix is enough again.
+    assert revoke_token(engine, shown) == shown
+    assert client.get("/api/v1/metrics", headers=bearer(second)).status_code == 401

@@ -142,6 +142,33 @@ def test_token_issue_and_revoke(tmp_path: Path) -> None:
         assert client.get("/api/v1/initiatives", headers=bearer(secret)).status_code == 401
 
 
+def test_token_revoke_takes_a_whole_token_when_prefixes_are_shared(tmp_path: Path) -> None:
+    bundle = small_bundle()
+    whole = ["airoi_sameprefix-" + letter * 40 for letter in "ab"]
+    bundle["tokens"] = [{"user_id": 10, "token": secret} for secret in whole]
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    airoi(tmp_path, "load", str(path))
+    shown = whole[0][:14]
+    refused = airoi(tmp_path, "token", "revoke", shown, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"2 live tokens share the prefix {shown!r}; give the whole token to revoke one of them."
+    )
+    revoked = airoi(tmp_path, "token", "revoke", whole[0])
+    assert revoked.stdout.strip() == f"Revoked the token {shown}…"
+    # SEMANTICS R15: nothing beyond the shown prefix is printed, whatever was given.
+    again = airoi(tmp_path, "token", "revoke", whole[0], check=False)
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"The token {shown}… is already revoked."
+    for result in (refused, revoked, again):
+        assert all(secret[14:] not in result.stdout + result.stderr for secret in whole)
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
+    with TestClient(app) as client:
+        assert client.get("/api/v1/initiatives", headers=bearer(whole[0])).status_code == 401
+        assert client.get("/api/v1/initiatives", headers=bearer(whole[1])).status_code == 200
+
+
 def test_demo_serves_every_endpoint_with_the_printed_token(tmp_path: Path) -> None:
     printed = airoi(tmp_path, "demo").stdout
     assert "http://localhost:8000/api/v1" in printed and "http://localhost:8000/mcp" in printed

@@ -128,22 +128,45 @@ def issue_token(engine: Engine, user_id: int, *, expires_in_days: int | None = N
     return IssuedToken(secret=secret, prefix=shown_prefix(secret), expires_at=expires_at)
 
 
-def revoke_token(engine: Engine, prefix: str) -> str:
-    """Revoke the one live token whose shown prefix matches (a whole token works too)."""
-    if len(prefix) < 8:
+def revoke_token(engine: Engine, given: str) -> str:
+    """Revoke one live token: the whole token given, or the one whose shown prefix matches.
+
+    A whole token is found by its hash, so each of two tokens that share a shown prefix
+    can be revoked. Messages show at most the shown prefix, never more of what was given
+    (SEMANTICS R15).
+    """
+    if len(given) < 8:
         raise TokenRefused("Give at least 8 characters of the token's shown prefix.")
+    shown = given[:PREFIX_LENGTH]
     with engine.begin() as conn:
+        if len(given) > PREFIX_LENGTH:
+            whole = conn.execute(
+                select(tokens.c.token_hash, tokens.c.prefix, tokens.c.revoked_at).where(
+                    tokens.c.token_hash == hash_token(given)
+                )
+            ).first()
+            if whole is not None:
+                if whole.revoked_at is not None:
+                    raise TokenRefused(f"The token {whole.prefix}… is already revoked.")
+                conn.execute(
+                    update(tokens)
+                    .where(tokens.c.token_hash == whole.token_hash)
+                    .values(revoked_at=utc_now())
+                )
+                return str(whole.prefix)
+        # Not a whole token: only its shown prefix can be matched (all that is stored).
         matches = conn.execute(
             select(tokens.c.token_hash, tokens.c.prefix).where(
-                tokens.c.prefix.startswith(prefix[:PREFIX_LENGTH], autoescape=True),
+                tokens.c.prefix.startswith(shown, autoescape=True),
                 tokens.c.revoked_at.is_(None),
             )
         ).all()
         if not matches:
-            raise TokenRefused(f"No live token has the prefix {prefix[:PREFIX_LENGTH]!r}.")
+            raise TokenRefused(f"No live token has the prefix {shown!r}.")
         if len(matches) > 1:
             raise TokenRefused(
-                f"{len(matches)} live tokens share the prefix {prefix!r}; give more of it."
+                f"{len(matches)} live tokens share the prefix {shown!r}; "
+                "give the whole token to revoke one of them."
             )
         conn.execute(
             update(tokens)

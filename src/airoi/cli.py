@@ -246,7 +246,10 @@ def token_revoke(
     prefix: Annotated[str, typer.Argument(help="The token's shown prefix (or the whole token).")],
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Revoke the token whose shown prefix matches PREFIX."""
+    """Revoke the token whose shown prefix matches PREFIX, or the whole token given.
+
+    When live tokens share a shown prefix, give the whole token to revoke one of them.
+    """
     _require_server("token revoke")
     from airoi.auth import TokenRefused, revoke_token
 
