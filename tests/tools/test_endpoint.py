@@ -273,6 +273,8 @@ def test_allow_names_exactly_the_methods_mcp_serves(served: Served, world: World
         assert response.status_code == 200, response.text
         assert response.json()["result"]["serverInfo"]["name"] == "airoi"
         assert httpx.request(method, served.mcp_url, json=INITIALIZE, timeout=10).status_code == 401
+
+
 @pytest.mark.parametrize("name", ["nope", "get_roi_summary ", "GET_ROI_SUMMARY", ""])
 def test_an_unknown_tool_is_a_protocol_error(served: Served, world: World, name: str) -> None:
     # MCP specification, server/tools "Error Handling": an unknown tool is a JSON-RPC error
