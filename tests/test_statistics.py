@@ -104,15 +104,24 @@ def _plans(engine: Engine, statements: list[str], needle: str) -> list[str]:
         ]
 
 
-def test_a_page_of_one_initiative_is_read_by_its_index(
+@pytest.fixture
+def loaded(
     sqlite_store: tuple[Engine, TestClient[Any], list[str]],
-) -> None:
-    # Without statistics SQLite walked the account's keyset index, all 1,200 rows, and kept
-    # the initiative's 100; with them it reads the initiative's 100 by its own index.
+) -> tuple[Engine, TestClient[Any], list[str], int, str]:
+    """The SQLite store with `_one_account` loaded, and its fourth initiative and token."""
     b = BundleBuilder()
     initiative, token = _one_account(b)
     engine, client, statements = sqlite_store
     b.load(engine)
+    return engine, client, statements, initiative, token
+
+
+def test_a_page_of_one_initiative_is_read_by_its_index(
+    loaded: tuple[Engine, TestClient[Any], list[str], int, str],
+) -> None:
+    # Without statistics SQLite walked the account's keyset index, all 1,200 rows, and kept
+    # the initiative's 100; with them it reads the initiative's 100 by its own index.
+    engine, client, statements, initiative, token = loaded
     for path in ("/api/v1/cost_entries", "/api/v1/roi"):
         response = client.get(path, params={"initiative_id": initiative}, headers=bearer(token))
         assert response.status_code == 200
@@ -124,12 +133,9 @@ def test_a_page_of_one_initiative_is_read_by_its_index(
 
 
 def test_the_budget_sums_are_read_in_index_order(
-    sqlite_store: tuple[Engine, TestClient[Any], list[str]],
+    loaded: tuple[Engine, TestClient[Any], list[str], int, str],
 ) -> None:
-    b = BundleBuilder()
-    _, token = _one_account(b)
-    engine, client, statements = sqlite_store
-    b.load(engine)
+    engine, client, statements, _, token = loaded
     assert client.get("/api/v1/budgets", headers=bearer(token)).status_code == 200
     (plan,) = _plans(engine, statements, "sum(cost_entries.account_amount_cents)")
     assert "COVERING INDEX ix_cost_entries_budget" in plan

@@ -20,6 +20,8 @@ from typing import Any, cast
 import xxhash
 from litestar import Litestar
 
+from airoi.held import holding
+
 Message = MutableMapping[str, Any]
 # A 304 carries the validators and caching headers of the 200 it stands for, not its body.
 _DROPPED_ON_304 = {b"content-length", b"content-type"}
@@ -50,21 +52,8 @@ def conditional_get(app: Litestar, prefix: str) -> None:
             await inner(scope, receive, send)
             return
         if_none_match = _header(scope, b"if-none-match")
-        held: Message | None = None
-        chunks: list[bytes] = []
 
-        async def hold_200(message: Message) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start" and message["status"] == 200:
-                held = message
-                return
-            if held is None or message["type"] != "http.response.body":
-                await send(message)
-                return
-            chunks.append(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            body = b"".join(chunks)
+        async def tag_200(held: Message, body: bytes) -> None:
             tag = entity_tag(body)
             headers = [(k, v) for k, v in held.get("headers", ()) if k.lower() != b"etag"]
             headers.append((b"etag", tag.encode()))
@@ -76,6 +65,6 @@ def conditional_get(app: Litestar, prefix: str) -> None:
             await send({**held, "headers": headers})
             await send({"type": "http.response.body", "body": body, "more_body": False})
 
-        await inner(scope, receive, hold_200)
+        await inner(scope, receive, holding(send, 200, tag_200))
 
     app.asgi_handler = cast(Any, handler)

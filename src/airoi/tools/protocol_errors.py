@@ -24,6 +24,8 @@ from typing import Any, Final
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from airoi.held import holding
+
 FIXED_ERRORS: Final[dict[int, dict[str, Any]]] = {
     PARSE_ERROR: {"code": PARSE_ERROR, "message": "Parse error"},
     INVALID_REQUEST: {"code": INVALID_REQUEST, "message": "Invalid request"},
@@ -55,21 +57,8 @@ class FixedTransportErrors:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        held: Message | None = None
-        chunks: list[bytes] = []
-
-        async def send_fixed(message: Message) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start" and message["status"] == BAD_REQUEST:
-                held = message
-                return
-            if held is None or message["type"] != "http.response.body":
-                await send(message)
-                return
-            chunks.append(message.get("body", b""))
-            if message.get("more_body", False):
-                return
-            body = fixed_body(b"".join(chunks))
+        async def send_fixed(held: Message, body: bytes) -> None:
+            body = fixed_body(body)
             headers = [
                 (name, value)
                 for name, value in held.get("headers", [])
@@ -79,4 +68,4 @@ class FixedTransportErrors:
             await send({**held, "headers": headers})
             await send({"type": "http.response.body", "body": body})
 
-        await self.app(scope, receive, send_fixed)
+        await self.app(scope, receive, holding(send, BAD_REQUEST, send_fixed))
