@@ -38,6 +38,10 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
    wrk: what HTTP alone costs per page. A server doing exactly the ceiling's work and then
    HTTP's reaches 1 / (1/ceiling + 1/floor) pages/s; that over the ceiling is the most any
    service on this server can reach, and the service is shown against it.
+7b. framework floor: the same again from one bare Litestar route (bench.floor_app:framework)
+   sending the same bytes: 1 / (1/ceiling + 1/framework floor) over the ceiling is the most
+   a service built on that framework could reach, before any work of its own (auth, rate
+   limit, parameters, log) besides the ceiling's.
 
 The machine has 2 cores and other work may run on it: the load average is printed before and
 after; the figures are only as quiet as it was. Rate limiting is lifted for the run
@@ -529,7 +533,9 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
             pid, f"{base}cost_entries?limit=100", args.profile_seconds, args.connections, 12
         )
     for limit in LIMITS:
-        figures[f"floor_{limit}"] = http_floor(raw.page(limit, None)[0], work, args)
+        body = raw.page(limit, None)[0]
+        figures[f"floor_{limit}"] = http_floor(body, work, args)
+        figures[f"framework_{limit}"] = http_floor(body, work, args, app="framework")
     raw.close()
     if args.money_repeats:
         figures["money"] = measure_money(url, args.money_repeats)
@@ -539,13 +545,16 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
     return figures
 
 
-def http_floor(body: bytes, work: Path, args: argparse.Namespace) -> dict[str, float]:
+def http_floor(
+    body: bytes, work: Path, args: argparse.Namespace, app: str = "app"
+) -> dict[str, float]:
     """The same server serving `body` from a bare ASGI app (bench.floor_app): what HTTP costs
-    per page here, before any application work."""
+    per page here, before any application work; with `app="framework"`, from one bare route
+    of the service's framework: what HTTP and the framework cost together."""
     path = work / "floor-body.json"
     path.write_bytes(body)
     port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", "bench.floor_app:app", "--port", str(port)]
+    argv = [sys.executable, "-m", "uvicorn", f"bench.floor_app:{app}", "--port", str(port)]
     argv += ["--log-level", "warning", "--no-access-log"]
     url = f"http://127.0.0.1:{port}/"
     with server(argv, {"AIROI_FLOOR_BODY": str(path)}, url):
@@ -609,6 +618,18 @@ def report(f: dict[str, Any]) -> list[str]:
             f"ceiling's body: {floor:,.0f} req/s; ceiling + floor = {bound:,.0f} pages/s "
             f"({bound / ceiling:.2f}x the ceiling); the service is "
             f"{f[f'service_over_bound_{limit}']:.2f}x of that"
+        )
+        if f"framework_{limit}" not in f:
+            continue
+        # The same with the framework's own floor: one bare route sending the same bytes.
+        framework = f[f"framework_{limit}"]["rps"]
+        framework_bound = 1 / (1 / ceiling + 1 / framework)
+        f[f"framework_bound_over_ceiling_{limit}"] = framework_bound / ceiling
+        lines.append(
+            f"framework floor, limit {limit}: one bare Litestar route on the same server "
+            f"sending the same body: {framework:,.0f} req/s ({1e6 / framework - 1e6 / floor:,.0f}"
+            f" µs a request more than bare ASGI); ceiling + framework = "
+            f"{framework_bound:,.0f} pages/s ({framework_bound / ceiling:.2f}x the ceiling)"
         )
     for limit in LIMITS:
         for side, key in (("ceiling", "per_s"), ("service", "rps")):
