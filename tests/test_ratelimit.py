@@ -7,6 +7,7 @@ by the tool endpoint, and shared by every worker through Redis when it is config
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 
@@ -18,6 +19,7 @@ from sqlalchemy import Engine
 
 from airoi.app import create_app
 from airoi.auth import issue_token
+from airoi.ratelimit import LocalWindows, RateLimiter
 from airoi.settings import Settings
 from airoi.tokens import hash_token
 from tests.conftest import bearer
@@ -198,3 +200,50 @@ def test_rate_limit_setting_is_checked() -> None:
     assert Settings.from_env({"AIROI_RATE_LIMIT": "10/second"}).rate_limit == "10/second"
     with pytest.raises(ValueError, match="AIROI_RATE_LIMIT"):
         Settings.from_env({"AIROI_RATE_LIMIT": "lots"})
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_window_in_memory_starts_at_the_first_request_and_ends_after_its_length() -> None:
+    clock = Clock(1000.0)
+    windows = LocalWindows(clock)
+    assert windows.hit("a", 60) == (1, 1060.0)
+    clock.now = 1059.5
+    assert windows.hit("a", 60) == (2, 1060.0)
+    # Each key counts alone.
+    assert windows.hit("b", 60) == (1, 1119.5)
+    # At the moment the window ends a new one starts, from that request.
+    clock.now = 1060.0
+    assert windows.hit("a", 60) == (1, 1120.0)
+
+
+def test_ended_windows_in_memory_are_dropped_without_a_thread() -> None:
+    clock = Clock(0.0)
+    windows = LocalWindows(clock)
+    threads_before = threading.active_count()
+    for n in range(100):
+        windows.hit(f"token-{n}", 10)
+    assert len(windows) == 100
+    # The next request after every window ended sweeps them; only its own is left.
+    clock.now = 10.0
+    assert windows.hit("token-late", 10) == (1, 20.0)
+    assert len(windows) == 1
+    assert threading.active_count() == threads_before
+
+
+def test_the_memory_limiter_counts_a_token_to_its_limit() -> None:
+    limiter = RateLimiter("2/minute")
+    assert limiter.storage is None
+    first, second, third = (limiter.hit(hash_token("airoi_t")) for _ in range(3))
+    assert first is not None and second is not None and third is not None
+    assert (first.allowed, first.remaining) == (True, 1)
+    assert (second.allowed, second.remaining) == (True, 0)
+    assert (third.allowed, third.remaining) == (False, 0)
+    assert first.reset_at == third.reset_at
+    assert 0 < third.seconds_to_reset() <= 60
