@@ -235,6 +235,20 @@ def test_one_row_per_initiative_and_filters(client_at: MakeClient, budgets: dict
     assert set(rows(client, token, initiative_id=budgets["b2"])) == {budgets["b2"]}
 
 
+def test_a_named_sample_initiative_is_served(
+    client_at: MakeClient, budgets: dict[str, Any]
+) -> None:
+    # SEMANTICS R31 (an initiative filter never answers a list that reads as "no rows") and
+    # R7 (an initiative's own scope is that initiative, sample or not): naming the sample
+    # initiative answers its row without include_sample, as /cost_entries answers its costs.
+    client = client_at(TODAY)
+    token, sample = budgets["token"], budgets["sample"]
+    assert sample not in rows(client, token)
+    for include in ("false", "true"):
+        assert set(rows(client, token, initiative_id=sample, include_sample=include)) == {sample}
+    assert set(rows(client, token, initiative_id=sample)) == {sample}
+
+
 def test_budgeted_filter_applies_after_paging(
     client_at: MakeClient, budgets: dict[str, Any]
 ) -> None:

@@ -272,7 +272,8 @@ BUDGET_INITIATIVES = ListQuery(
         "One row per initiative (including initiatives without a budget), comparing the "
         "approved budget with spend as of today, ordered oldest change first by the "
         "initiative. With budgeted=true only initiatives with an approved budget are kept, "
-        "after the comparison, so a page may hold fewer rows than limit while has_more is true."
+        "after the comparison, so a page may hold fewer rows than limit while has_more is true. "
+        "Sample initiatives are left out unless include_sample=true or initiative_id names one."
     ),
     responses=ERROR_RESPONSES,
     sync_to_thread=False,
@@ -296,7 +297,9 @@ def list_budgets(
         limit=limit,
         build=lambda r: r,
         initiative_id=initiative_id,
-        without_samples=None if include_sample else True,
+        # A named initiative is served sample or not, as /roi's initiative scope (R7) and
+        # the entry lists serve it: an empty page would read as "it has no row" (R31).
+        without_samples=None if include_sample or initiative_id is not None else True,
     )
     rows = compute_budget_rows(db, principal, page.rows, today)
     if budgeted:
