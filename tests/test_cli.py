@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from sqlalchemy import func, select
 
 from airoi.app import create_app
 from airoi.db.engine import make_engine
-from airoi.db.tables import accounts, cost_entries, initiatives
+from airoi.db.tables import accounts, cost_entries, initiatives, tokens
 from airoi.db.tables import vendors as vendors_table
 from airoi.demo import DEMO_SECRET_MARKER
 from airoi.settings import Settings
@@ -209,3 +210,27 @@ def test_serve_refuses_a_store_of_an_older_schema_and_names_the_fix(tmp_path: Pa
     assert "revision 0001" in refused.stderr
     assert "Run `airoi init`" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("command", [["demo", "--serve"], ["serve"]])
+def test_a_port_in_use_is_named_before_anything_is_loaded_or_printed(
+    tmp_path: Path, command: list[str]
+) -> None:
+    airoi(tmp_path, "init")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        refused = airoi(tmp_path, *command, "--port", str(port), check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"Port {port} on 127.0.0.1 is already in use (an earlier `airoi serve` or "
+        f"`airoi demo --serve` still running?). Stop it, or give another port: --port {port + 1}."
+    )
+    assert "Token" not in refused.stdout and "Traceback" not in refused.stderr
+    # Nothing was loaded and no token issued for a server that could not start.
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(tokens)).scalar() == 0
+        assert conn.execute(select(func.count()).select_from(accounts)).scalar() == 0
+    engine.dispose()

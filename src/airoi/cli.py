@@ -7,9 +7,11 @@ they run, after checking that the `server` extra is installed.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -194,6 +196,9 @@ def demo(
     from airoi.demo import DEMO_OWNER_USER_ID, build_demo_bundle, reset_demo_account
 
     settings = _settings(database_url)
+    if serve_after:
+        # Before the token is issued and printed: it would be of no use with no server.
+        _require_free_port(host, port)
     engine = _writer(settings)
     reset_demo_account(engine)
     report = load_bundle(engine, build_demo_bundle(settings.current_date()))
@@ -278,6 +283,34 @@ def _require_current_schema(settings: Settings) -> None:
         engine.dispose()
 
 
+def _require_free_port(host: str, port: int) -> None:
+    """Stop before anything is loaded or printed when the server could not listen there.
+
+    The probe binds as uvicorn does (the address family from the host's form, SO_REUSEADDR),
+    so a port held by another server is refused and one in TIME_WAIT is not. Taken between
+    this check and the server's start, uvicorn's own error still says so.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except socket.gaierror:
+            err.print(f"--host {host}: no such address to listen on.", highlight=False)
+            raise typer.Exit(1) from None
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                message = (
+                    f"Port {port} on {host} is already in use (an earlier `airoi serve` or "
+                    f"`airoi demo --serve` still running?). Stop it, or give another port: "
+                    f"--port {port + 1}."
+                )
+            else:
+                message = f"Cannot listen on {host} port {port}: {exc.strerror}."
+            err.print(message, markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+
+
 def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     import uvicorn
 
@@ -304,6 +337,7 @@ def serve(
     _require_server("serve")
     settings = _settings(database_url)
     _require_current_schema(settings)
+    _require_free_port(host, port)
     base_url, _ = _base_urls(host, port)
     err.print(f"Serving {base_url}", highlight=False)
     _serve(settings, host, port, workers)
