@@ -14,6 +14,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
+from sqlalchemy.dialects import sqlite
 
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
@@ -287,6 +288,40 @@ def test_updated_since_at_the_edges_of_the_datetime_range(
     assert earliest["data"] == everything
     latest = get(client, world.token_a, path, updated_since="9999-12-31T23:59:59+01:00")
     assert latest["data"] == []
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_updated_since_finer_than_a_millisecond_is_exact_on_both_stores(
+    client: Client, world: World, path: str
+) -> None:
+    # SPEC 4.A.1 / SEMANTICS R3: inclusive. Rows are kept to the millisecond; a bound with
+    # more digits leaves out a row kept at its millisecond, on SQLite (text) as on PostgreSQL.
+    rows = get(client, world.token_a, path)["data"]
+    stamp = rows[0]["updated_at"]  # '...:SS.mmmZ'
+    before = [r["id"] for r in rows if r["updated_at"] < stamp]
+    at_or_after = [r["id"] for r in rows if r["updated_at"] >= stamp]
+    later = [r["id"] for r in rows if r["updated_at"] > stamp]
+    assert at_or_after and not before
+    for since, expected in (
+        (stamp, at_or_after),
+        (stamp[:-1] + "000Z", at_or_after),
+        (stamp[:-1] + "000000Z", at_or_after),
+        (stamp[:-1] + "999Z", later),  # 999 microseconds after the row's millisecond
+        (stamp[:-1] + "000001Z", later),  # one nanosecond after it
+    ):
+        served = get(client, world.token_a, path, updated_since=since)["data"]
+        assert [r["id"] for r in served] == expected, since
+
+
+def test_a_lower_bound_past_the_last_millisecond_matches_nothing() -> None:
+    from airoi.db.types import ServedTextLowerBound
+
+    bind = ServedTextLowerBound().bind_processor(sqlite.dialect())
+    assert bind(datetime(2026, 3, 1, 10, 0, 0, 300_999)) == "2026-03-01T10:00:00.301Z"
+    assert bind(datetime(2026, 3, 1, 10, 0, 0, 300_000)) == "2026-03-01T10:00:00.300Z"
+    assert bind(datetime(2026, 12, 31, 23, 59, 59, 999_001)) == "2027-01-01T00:00:00.000Z"
+    past = bind(datetime(9999, 12, 31, 23, 59, 59, 999_001))
+    assert past > "9999-12-31T23:59:59.999Z"
 
 
 def _walk(client: Client, token: str, path: str, **params: Any) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,7 +33,7 @@ from sqlalchemy.types import NullType
 
 from airoi.api.rows import Shape, iso_ms
 from airoi.db.prepared import Prepared
-from airoi.db.types import read_stored_datetime, stores_served_text
+from airoi.db.types import LowerBound, read_stored_datetime, stores_served_text
 from airoi.errors import bad_parameter
 from airoi.timeutil import OutOfRange, parse_datetime
 
@@ -96,12 +97,28 @@ def decode_cursor(endpoint: str, cursor: str) -> Position:
     return position
 
 
+# The digits of a fraction of a second after the sixth.
+_BEYOND_MICROSECONDS = re.compile(r"\.\d{6}(\d+)")
+
+
+def changed_since(table: Table) -> ColumnElement[bool]:
+    """The updated_since filter (SPEC 4.A.1: inclusive), exact to the microsecond asked for
+    on either store (see `airoi.db.types.LowerBound`)."""
+    return table.c.updated_at >= bindparam("updated_since", type_=LowerBound())
+
+
 def parse_updated_since(value: str | None) -> datetime | None:
     """SEMANTICS R3: an ISO 8601 date-time with Z, an offset or none (then UTC)."""
     if value is None:
         return None
     try:
-        return parse_datetime(value)
+        parsed = parse_datetime(value)
+        # A datetime holds microseconds: a bound finer still (nanoseconds) is taken as the next
+        # microsecond, so that a row kept at the microsecond it cuts is not counted as after it.
+        finer = _BEYOND_MICROSECONDS.search(value)
+        if finer and finer.group(1).strip("0") and parsed < datetime.max:
+            parsed += timedelta(microseconds=1)
+        return parsed
     except OutOfRange as exc:
         raise bad_parameter(
             "The updated_since parameter is out of range: in UTC it must fall in the years "

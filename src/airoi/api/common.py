@@ -15,7 +15,7 @@ from airoi.api.rows import Row, Shape
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
-from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT
+from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT, changed_since
 from airoi.observability import held_context
 from airoi.timeutil import format_datetime
 
@@ -158,7 +158,7 @@ _INITIATIVE_VISIBLE = select(
 def entry_filters(table: Table, *, periods: bool = False) -> dict[str, ColumnElement[bool]]:
     """The filters of SPEC 4.A.1 on a table of entries, for a `ListQuery`."""
     filters = {
-        "updated_since": table.c.updated_at >= bindparam("updated_since"),
+        "updated_since": changed_since(table),
         "initiative_id": table.c.initiative_id == bindparam("initiative_id"),
     }
     if periods:

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Select, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -24,7 +24,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
-from airoi.listing import ListQuery, PageInfo, parse_updated_since
+from airoi.listing import ListQuery, PageInfo, changed_since, parse_updated_since
 
 Stage = Literal[
     "identified",
@@ -121,7 +121,7 @@ INITIATIVES = ListQuery(
     initiative_query(),
     initiatives,
     {
-        "updated_since": initiatives.c.updated_at >= bindparam("updated_since"),
+        "updated_since": changed_since(initiatives),
         "without_samples": initiatives.c.is_sample.is_(False),
     },
 )

@@ -21,7 +21,7 @@ from airoi.api.common import (
 )
 from airoi.api.rows import Row
 from airoi.db.tables import integrations, users
-from airoi.listing import ListQuery, PageInfo, parse_updated_since
+from airoi.listing import ListQuery, PageInfo, changed_since, parse_updated_since
 
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
 AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
@@ -93,7 +93,7 @@ INTEGRATIONS = ListQuery(
     integration_query(),
     integrations,
     {
-        "updated_since": integrations.c.updated_at >= bindparam("updated_since"),
+        "updated_since": changed_since(integrations),
         "platform": integrations.c.platform == bindparam("platform"),
         "status": integrations.c.status == bindparam("status"),
     },

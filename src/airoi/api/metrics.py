@@ -4,7 +4,7 @@ from typing import Any
 
 import msgspec
 from litestar import get
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -18,7 +18,7 @@ from airoi.api.common import (
 )
 from airoi.api.rows import Row
 from airoi.db.tables import metrics
-from airoi.listing import ListQuery, PageInfo, parse_updated_since
+from airoi.listing import ListQuery, PageInfo, changed_since, parse_updated_since
 
 
 class Metric(Row):
@@ -58,7 +58,7 @@ METRICS = ListQuery(
     "metrics",
     select(metrics),
     metrics,
-    {"updated_since": metrics.c.updated_at >= bindparam("updated_since")},
+    {"updated_since": changed_since(metrics)},
 )
 
 

@@ -10,7 +10,7 @@ row, in SQL or in Python.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import DateTime
@@ -45,6 +45,37 @@ class ServedTextDatetime(sqlite.DATETIME):
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any]:
         return _read
+
+
+def _store_lower_bound(value: datetime | None) -> str | None:
+    """A lower bound finer than the stored millisecond, as the first stored text at or after it:
+    `.300999` is `.301`, so that `>=` leaves out a row kept at `.300`, as the exact
+    comparison does where the store keeps a datetime."""
+    if value is None:
+        return None
+    finer = value.microsecond % 1000
+    if finer:
+        try:
+            value += timedelta(microseconds=1000 - finer)
+        except OverflowError:
+            # After 9999-12-31T23:59:59.999, the last millisecond a store can hold: no row is
+            # at or after it. The Z's text followed by anything sorts after every stored text.
+            return format_datetime(value) + "~"
+    return format_datetime(value)
+
+
+class ServedTextLowerBound(ServedTextDatetime):
+    """A lower bound compared with SQLite's stored text (see `LowerBound`)."""
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any]:
+        return _store_lower_bound
+
+
+def LowerBound() -> DateTime:
+    """The type of a value a Timestamp column is compared `>=` with (updated_since): on
+    SQLite a value finer than the millisecond is rounded up to the next one, so the
+    comparison with the stored millisecond text is exact; PostgreSQL compares exactly."""
+    return DateTime().with_variant(ServedTextLowerBound(), "sqlite")
 
 
 def stores_served_text(column_type: TypeEngine[Any], dialect: Dialect) -> bool:
