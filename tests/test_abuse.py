@@ -207,6 +207,26 @@ def test_integers_are_written_in_digits(client: Client, token: str) -> None:
         assert "initiative_id" in refused(call(client, token, "roi", query))
 
 
+def test_a_leading_zero_is_refused_in_our_words(client: Client, token: str) -> None:
+    # SEMANTICS R12: a whole number is written as JSON writes one. "05" was refused with the
+    # validator's "Expected `int`, got `str`"; the path id used to take it as 5.
+    for path, query, name in (
+        ("cost_entries", "limit=05", "limit"),
+        ("cost_entries", "initiative_id=03", "initiative_id"),
+        ("roi", "initiative_id=03", "initiative_id"),
+        ("budgets", "limit=00", "limit"),
+    ):
+        assert refused(call(client, token, path, query)) == (
+            f"The {name} parameter must be a whole number written in digits, with no leading zero."
+        )
+    response = client.get("/api/v1/initiatives/03", headers=bearer(token))
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "The id must be a whole number from 1 to 9223372036854775807, with no leading zero."
+    )
+    assert call(client, token, "cost_entries", "limit=10").status_code == 200
+
+
 @pytest.mark.parametrize("path", list(ENDPOINTS))
 def test_a_nul_byte_and_empty_values(client: Client, token: str, path: str) -> None:
     for query in ("%00=1", "=1", "&&", "a%00b=c"):

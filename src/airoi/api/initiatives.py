@@ -164,10 +164,13 @@ def parse_id(value: str) -> int:
     if (
         not value.isascii()
         or not value.isdigit()
+        or value.startswith("0")
         or len(value) > len(str(MAX_ID))
         or not 1 <= int(value) <= MAX_ID
     ):
-        raise bad_parameter(f"The id must be a whole number from 1 to {MAX_ID}.")
+        raise bad_parameter(
+            f"The id must be a whole number from 1 to {MAX_ID}, with no leading zero."
+        )
     return int(value)
 
 
@@ -182,7 +185,14 @@ def parse_id(value: str) -> int:
 def get_initiative(
     principal: PrincipalDep,
     db: DbDep,
-    id: Annotated[str, Parameter(description="The initiative's id.")],
+    # Described as the integer it is (SPEC 4.A.5); routed as text, see `parse_id`.
+    id: Annotated[
+        str,
+        Parameter(
+            description="The initiative's id.",
+            schema_extra={"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID},
+        ),
+    ],
 ) -> Initiative:
     row = db.execute(
         initiative_query().where(
