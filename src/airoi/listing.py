@@ -295,6 +295,7 @@ class ShapedList(ListQuery, Generic[S]):
         self._served_keyset = _keyset_in(shape, table)
         self._prepared: dict[tuple[frozenset[str], bool, bool], Prepared] = {}
         self._builders: dict[str, Callable[[Iterable[Sequence[Any]]], list[S]]] = {}
+        self._serves_keyset: dict[str, bool] = {}
 
     def serves_keyset(self, dialect: Dialect) -> bool:
         """Whether the rows' served id and updated_at are the keyset itself on this dialect,
@@ -302,9 +303,13 @@ class ShapedList(ListQuery, Generic[S]):
         text (SQLite), to the last digit. On a 500-row page the two extra columns cost 57
         microseconds of the driver's 780. Elsewhere the stored value is selected, exact
         whatever precision a row was written with."""
-        return self._served_keyset is not None and stores_served_text(
-            self.table.c.updated_at.type, dialect
-        )
+        served = self._serves_keyset.get(dialect.name)
+        if served is None:
+            # Asked on every request; the type's dialect implementation is looked up once.
+            served = self._serves_keyset[dialect.name] = self._served_keyset is not None and (
+                stores_served_text(self.table.c.updated_at.type, dialect)
+            )
+        return served
 
     def rows(
         self,
