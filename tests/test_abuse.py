@@ -225,6 +225,10 @@ def test_a_leading_zero_is_refused_in_our_words(client: Client, token: str) -> N
         "The id must be a whole number from 1 to 9223372036854775807, with no leading zero."
     )
     assert call(client, token, "cost_entries", "limit=10").status_code == 200
+    # Other values that are no whole number are not told about zeros.
+    assert refused(call(client, token, "cost_entries", "limit=1e3")) == (
+        "The limit parameter must be a whole number written in digits."
+    )
 
 
 @pytest.mark.parametrize("path", list(ENDPOINTS))

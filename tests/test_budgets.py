@@ -235,18 +235,17 @@ def test_one_row_per_initiative_and_filters(client_at: MakeClient, budgets: dict
     assert set(rows(client, token, initiative_id=budgets["b2"])) == {budgets["b2"]}
 
 
-def test_a_named_sample_initiative_is_served(
+def test_a_named_sample_initiative_needs_include_sample(
     client_at: MakeClient, budgets: dict[str, Any]
 ) -> None:
-    # SEMANTICS R31 (an initiative filter never answers a list that reads as "no rows") and
-    # R7 (an initiative's own scope is that initiative, sample or not): naming the sample
-    # initiative answers its row without include_sample, as /cost_entries answers its costs.
+    # SPEC 4.A.4 / 4.A.10: include_sample defaults to false, and when false sample initiatives
+    # are left out, also one that initiative_id names: the account can see it, so this is no
+    # R31 404; with include_sample=true its row is served.
     client = client_at(TODAY)
     token, sample = budgets["token"], budgets["sample"]
-    assert sample not in rows(client, token)
-    for include in ("false", "true"):
-        assert set(rows(client, token, initiative_id=sample, include_sample=include)) == {sample}
-    assert set(rows(client, token, initiative_id=sample)) == {sample}
+    assert rows(client, token, initiative_id=sample) == {}
+    assert rows(client, token, initiative_id=sample, include_sample="false") == {}
+    assert set(rows(client, token, initiative_id=sample, include_sample="true")) == {sample}
 
 
 def test_budgeted_filter_applies_after_paging(

@@ -234,3 +234,10 @@ def test_a_port_in_use_is_named_before_anything_is_loaded_or_printed(
         assert conn.execute(select(func.count()).select_from(tokens)).scalar() == 0
         assert conn.execute(select(func.count()).select_from(accounts)).scalar() == 0
     engine.dispose()
+
+
+@pytest.mark.parametrize("port", ["0", "70000", "-1"])
+def test_a_port_outside_1_to_65535_is_refused_by_name(tmp_path: Path, port: str) -> None:
+    refused = airoi(tmp_path, "serve", "--port", port, check=False)
+    assert refused.returncode == 2
+    assert "--port" in refused.stderr and "Traceback" not in refused.stderr

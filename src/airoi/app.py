@@ -74,6 +74,7 @@ QUERY_NAMES_OPT = "declared_query_names"
 INTEGER_NAMES_OPT = "integer_query_names"
 # A whole number as JSON writes one: digits, no leading zero, an optional minus.
 WHOLE_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)")
+LEADING_ZERO = re.compile(r"-?0[0-9]+")
 
 ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     roi.get_roi,
@@ -267,10 +268,9 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
         # SEMANTICS R12: an integer is written in digits; 1e3, 5.0 or a full-width 5 is refused
         # rather than read as a number by the lenient conversion underneath.
         if name in integers and not WHOLE_NUMBER.fullmatch(value):
+            leading_zero = ", with no leading zero" if LEADING_ZERO.fullmatch(value) else ""
             raise ApiError(
-                400,
-                f"The {name} parameter must be a whole number written in digits, "
-                "with no leading zero.",
+                400, f"The {name} parameter must be a whole number written in digits{leading_zero}."
             )
         seen.add(name)
 

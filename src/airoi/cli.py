@@ -184,7 +184,9 @@ def demo(
     host: Annotated[
         str, typer.Option(help="Host the printed URLs (and --serve) use.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port the printed URLs (and --serve) use.")] = 8000,
+    port: Annotated[
+        int, typer.Option(min=1, max=65535, help="Port the printed URLs (and --serve) use.")
+    ] = 8000,
     serve_after: Annotated[
         bool, typer.Option("--serve", help="Serve the API right after.")
     ] = False,
@@ -286,29 +288,33 @@ def _require_current_schema(settings: Settings) -> None:
 def _require_free_port(host: str, port: int) -> None:
     """Stop before anything is loaded or printed when the server could not listen there.
 
-    The probe binds as uvicorn does (the address family from the host's form, SO_REUSEADDR),
-    so a port held by another server is refused and one in TIME_WAIT is not. Taken between
-    this check and the server's start, uvicorn's own error still says so.
+    Every address the host names is tried, as the server listens on each of them, with
+    SO_REUSEADDR as uvicorn sets it: a port held by another server is refused, one in
+    TIME_WAIT is not. Taken between this check and the server's start, uvicorn's own error
+    still says so.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except socket.gaierror:
-            err.print(f"--host {host}: no such address to listen on.", highlight=False)
-            raise typer.Exit(1) from None
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                message = (
-                    f"Port {port} on {host} is already in use (an earlier `airoi serve` or "
-                    f"`airoi demo --serve` still running?). Stop it, or give another port: "
-                    f"--port {port + 1}."
-                )
-            else:
-                message = f"Cannot listen on {host} port {port}: {exc.strerror}."
-            err.print(message, markup=False, highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        err.print(f"--host {host}: no such address to listen on.", highlight=False)
+        raise typer.Exit(1) from None
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    other = port + 1 if port < 65535 else port - 1
+                    message = (
+                        f"Port {port} on {host} is already in use (an earlier `airoi serve` "
+                        f"or `airoi demo --serve` still running?). Stop it, or give another "
+                        f"port: --port {other}."
+                    )
+                else:
+                    message = f"Cannot listen on {host} port {port}: {exc.strerror}."
+                err.print(message, markup=False, highlight=False, soft_wrap=True)
+                raise typer.Exit(1) from None
 
 
 def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
@@ -329,7 +335,7 @@ def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
     database_url: DatabaseUrl = None,
 ) -> None:

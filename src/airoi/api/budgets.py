@@ -273,7 +273,8 @@ BUDGET_INITIATIVES = ListQuery(
         "approved budget with spend as of today, ordered oldest change first by the "
         "initiative. With budgeted=true only initiatives with an approved budget are kept, "
         "after the comparison, so a page may hold fewer rows than limit while has_more is true. "
-        "Sample initiatives are left out unless include_sample=true or initiative_id names one."
+        "Sample initiatives are left out unless include_sample=true, also when initiative_id "
+        "names one."
     ),
     responses=ERROR_RESPONSES,
     sync_to_thread=False,
@@ -297,9 +298,9 @@ def list_budgets(
         limit=limit,
         build=lambda r: r,
         initiative_id=initiative_id,
-        # A named initiative is served sample or not, as /roi's initiative scope (R7) and
-        # the entry lists serve it: an empty page would read as "it has no row" (R31).
-        without_samples=None if include_sample or initiative_id is not None else True,
+        # SPEC 4.A.4, 4.A.10: without include_sample=true a sample initiative is left out,
+        # even one initiative_id names (R31's 404 is for initiatives the account cannot see).
+        without_samples=None if include_sample else True,
     )
     rows = compute_budget_rows(db, principal, page.rows, today)
     if budgeted:
