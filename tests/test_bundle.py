@@ -1403,3 +1403,88 @@ def test_a_currency_change_that_strands_stored_entries_is_refused(engine: Engine
     # currency, so it is in the account's currency, now EUR (SEMANTICS R5).
     assert amounts == {17: 1_000, 18: 50_000, 19: 45_000}
     assert one(engine, tables.cost_entries, id=19)["updated_at"] == NOW
+
+
+# --------------------------------------------------------------------------- review findings
+
+
+@pytest.mark.parametrize("name", ["bundle.json", "bundle.json.gz"])
+def test_a_bad_byte_is_refused_without_quoting_the_file(
+    engine: Engine, tmp_path: Path, name: str
+) -> None:
+    # SEMANTICS R15: the parser quotes the text around a bad byte; that text is the bundle's,
+    # credentials and e-mail addresses included, and is never printed.
+    text = json.dumps(base_bundle()).encode()
+    for secret in (b'"sk-test"', b'"ada@acme.example"', SECRET.encode()):
+        at = text.index(secret) + len(secret) - 1
+        broken = text[:at] + b"\xff" + text[at:]
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(broken) if name.endswith(".gz") else broken)
+        problems = refused(engine, path)
+        assert problems == ["bundle: not valid JSON (lexical error: invalid bytes in UTF8 string.)"]
+
+
+def test_a_credential_given_as_text_is_never_echoed(engine: Engine) -> None:
+    bundle = base_bundle()
+    record(bundle, "integrations", 4)["credentials"] = "sk-live-do-not-print"
+    assert refused(engine, bundle) == ["integrations[id=4].credentials: a string is not an object"]
+
+
+NUL_REFUSED = "holds a NUL character (\\u0000), which text cannot hold"
+
+
+def test_a_nul_character_is_refused_by_field(engine: Engine, tmp_path: Path) -> None:
+    # The same on both stores: PostgreSQL refused it with a message naming no record, SQLite
+    # kept it. The file holds it as the JSON escape \u0000.
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["title"] = "Support \u0000 bot"
+    record(bundle, "integrations", 4)["metric_categories"] = ["ai_usage", "a\u0000b"]
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    assert "\\u0000" in path.read_text()
+    assert sorted(refused(engine, path)) == [
+        f"initiatives[id=5].title: {NUL_REFUSED}",
+        f"integrations[id=4].metric_categories: {NUL_REFUSED}",
+    ]
+
+
+def test_a_lone_surrogate_is_refused_by_field(engine: Engine, tmp_path: Path) -> None:
+    # A bundle given as a mapping can hold one (a file's parser already turns it into "?").
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["title"] = "Support \ud800 bot"
+    assert refused(engine, bundle) == [
+        "initiatives[id=5].title: holds a lone surrogate (a \\ud800 to \\udfff escape without "
+        "its pair)"
+    ]
+    # A pair of surrogate escapes in a file is one character, and is kept.
+    record(bundle, "initiatives", 5)["title"] = "Support \U0001f600 bot"
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    assert "\\ud83d\\ude00" in path.read_text()
+    loaded(engine, path)
+    assert one(engine, tables.initiatives, id=5)["title"] == "Support \U0001f600 bot"
+
+
+def test_an_amount_out_of_range_once_converted_is_refused_by_field(engine: Engine) -> None:
+    # 2**62 EUR cents at 2.5 USD per EUR is 2.5 * 2**62 > 2**63 - 1 USD cents: no store can
+    # keep the converted amount (it was a traceback on SQLite, a COPY error on PostgreSQL).
+    bundle = base_bundle()
+    bundle["fx_rates"][0]["rate"] = "2.5"
+    record(bundle, "cost_entries", 17)["amount_cents"] = 2**62
+    assert refused(engine, bundle) == [
+        f"cost_entries[id=17].amount_cents: {2**62} EUR is out of range once converted to USD "
+        f"(the store holds amounts up to {2**63 - 1} cents)"
+    ]
+    # Loaded at a rate that fits, then the rate changes: the stored entry is converted again.
+    bundle["fx_rates"][0]["rate"] = "1.5"
+    loaded(engine, bundle)
+    assert one(engine, tables.cost_entries, id=17)["account_amount_cents"] == 3 * 2**61
+    rate_change = {
+        "fx_rates": [
+            {"account_id": 1, "currency": "EUR", "rate": "2.5", "effective_from": "2026-01-01"}
+        ]
+    }
+    assert refused(engine, rate_change) == [
+        f"cost_entries[id=17].amount_cents: {2**62} EUR is out of range once converted to USD "
+        f"(the store holds amounts up to {2**63 - 1} cents)"
+    ]

@@ -198,14 +198,41 @@ def _int_conv(low: int, high: int) -> Conv:
 
 _INT32: Final = _int_conv(-(2**31), 2**31 - 1)
 _INT64: Final = _int_conv(-(2**63), _MAX_ID)
+
+
+def _fits_int64(value: int) -> bool:
+    return -(2**63) <= value <= _MAX_ID
+
+
+def _too_large_converted(label: str, amount: int, currency: str | None, into: str) -> str:
+    return (
+        f"{label}.amount_cents: {amount} {currency or into} is out of range once converted to "
+        f"{into} (the store holds amounts up to {_MAX_ID} cents)"
+    )
+
+
 _MONTH: Final = _int_conv(1, 12)
+
+
+# Text no store can keep the same: PostgreSQL refuses a NUL, and a lone surrogate (a JSON
+# escape such as "\ud800" with no partner) is no character at all (SQLite kept it as "?").
+_NOT_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+def _check_text(value: str) -> str:
+    found = _NOT_TEXT.search(value)
+    if found is None:
+        return value
+    if found.group() == "\x00":
+        raise _Bad("holds a NUL character (\\u0000), which text cannot hold")
+    raise _Bad("holds a lone surrogate (a \\ud800 to \\udfff escape without its pair)")
 
 
 def _str_conv(max_length: int | None) -> Conv:
     def conv(value: Any) -> str:
         if type(value) is str:
             if max_length is None or len(value) <= max_length:
-                return value
+                return _check_text(value)
             raise _Bad(f"longer than {max_length} characters")
         raise _Bad(f"{_show(value)} is not a string")
 
@@ -297,7 +324,7 @@ def _enum_conv(values: tuple[str, ...]) -> Conv:
 
 def _conv_str_list(value: Any) -> list[str]:
     if type(value) is list and all(type(item) is str for item in value):
-        return list(value)
+        return [_check_text(item) for item in value]
     raise _Bad(f"{_show(value)} is not an array of strings")
 
 
@@ -316,7 +343,8 @@ def _conv_json_object(value: Any) -> dict[str, Any]:
     if type(value) is dict:
         plain: dict[str, Any] = _plain_json(value)
         return plain
-    raise _Bad(f"{_show(value)} is not an object")
+    # These fields hold credentials and settings: a string given here is never shown (R15).
+    raise _Bad(f"{'a string' if isinstance(value, str) else _show(value)} is not an object")
 
 
 _PLAIN_DECIMAL: Final = re.compile(r"[0-9]+(\.[0-9]+)?")
@@ -1041,6 +1069,16 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
     )
 
 
+def _parser_error(exc: Exception) -> str:
+    """What the parser says is wrong, without the excerpt of the file it quotes after it: that
+    excerpt is the bundle's own text, secrets included (SEMANTICS R15)."""
+    message = exc.args[0] if exc.args else ""
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    lines = str(message).strip().splitlines()
+    return lines[0].strip() if lines else type(exc).__name__
+
+
 class _Source:
     """A bundle to read twice: a parsed mapping, or a .json / .json.gz file."""
 
@@ -1117,8 +1155,7 @@ class _Source:
                 else:
                     yield counting
         except ijson.JSONError as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise _BadSource(f"bundle: not valid JSON ({detail})") from None
+            raise _BadSource(f"bundle: not valid JSON ({_parser_error(exc)})") from None
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise _BadSource(f"bundle: not a valid gzip file ({exc})") from None
         except OSError as exc:
@@ -2067,7 +2104,7 @@ class _Load:
                 row.setdefault("created_at", now)
                 row.setdefault("updated_at", now)
                 if reporting:
-                    self._derive_reporting(row)
+                    self._derive_reporting(kind.key, row)
                 inserts.append(row)
                 continue
             if "account_id" in row and stored["account_id"] != row["account_id"]:
@@ -2089,7 +2126,7 @@ class _Load:
                 self.fx_changed.add(row["id"])
             row.setdefault("created_at", stored["created_at"])
             if reporting:
-                self._derive_reporting(row)
+                self._derive_reporting(kind.key, row)
             if same:
                 self.report.unchanged[kind.key] += 1
                 # Served fields unchanged; the derived sums may still move (new FX rates).
@@ -2126,7 +2163,7 @@ class _Load:
             table = self.fx_tables[account_id] = FxTable(currency, rates)
         return table
 
-    def _derive_reporting(self, row: dict[str, Any]) -> None:
+    def _derive_reporting(self, key: str, row: dict[str, Any]) -> None:
         """Entry date (SEMANTICS R2), its month, the amount in account currency (R5)."""
         day = entry_date(row["period_start"], row["created_at"])
         row["entry_date"] = day
@@ -2135,16 +2172,22 @@ class _Load:
         if amount is None:
             row["account_amount_cents"] = None
             return
+        label = f"{key}[id={row.get('id', row.get('b_id'))}]"
+        row["account_amount_cents"] = None
+        fx = self._fx_table(row["account_id"])
         try:
-            row["account_amount_cents"] = self._fx_table(row["account_id"]).convert(
-                amount, row["currency"], day, None
-            )
+            converted = fx.convert(amount, row["currency"], day, None)
         except MissingRate as exc:  # pass 1 refuses these; kept as a guard
             self.problems.add(
-                f"{row.get('id', row.get('b_id'))}.currency: no FX rate for "
-                f"{exc.currency} in account {row['account_id']}"
+                f"{label}.currency: no FX rate for {exc.currency} in account {row['account_id']}"
             )
-            row["account_amount_cents"] = None
+            return
+        if not _fits_int64(converted):
+            self.problems.add(
+                _too_large_converted(label, amount, row["currency"], fx.account_currency)
+            )
+            return
+        row["account_amount_cents"] = converted
 
     def _refresh_reporting(self) -> None:
         """Stored entries of an account whose FX rates or currency changed: convert again."""
@@ -2189,6 +2232,14 @@ class _Load:
                                 f"account {account_id}"
                             )
                             break
+                        if not _fits_int64(converted):
+                            label = f"{key}[id={stored.id}]"
+                            self.problems.add(
+                                _too_large_converted(
+                                    label, stored.amount_cents, stored.currency, fx.account_currency
+                                )
+                            )
+                            continue
                         if converted != stored.account_amount_cents:
                             refreshed.append(
                                 {
@@ -2438,8 +2489,9 @@ def load_bundle(
                 raise load.problems.error()
             load.write()
     except (IntegrityError, DataError) as exc:
-        # A guard: validation should leave the store nothing to refuse.
-        detail = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+        # A guard: validation should leave the store nothing to refuse. The driver's message
+        # can quote a value, so only its kind is shown (SEMANTICS R15).
+        detail = type(exc.orig or exc).__name__
         raise BundleError([f"bundle: the store refused the data ({detail})"]) from exc
     _refresh_statistics(engine, load.report)
     return load.report
