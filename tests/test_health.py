@@ -78,6 +78,14 @@ def test_a_database_that_cannot_be_reached_is_503(
     message = assert_503(client.get("/api/v1/initiatives", headers=bearer("airoi_" + "x" * 43)))
     assert "database" in message
     assert not [r for r in caplog.records if r.exc_info], "a fault of the database is no traceback"
+    # SEMANTICS R29: without a bearer token it is a 401 all the same, on the API and on /mcp;
+    # the store is not asked.
+    for headers in ({}, {"Authorization": "Basic eDp5"}):
+        assert client.get("/api/v1/initiatives", headers=headers).status_code == 401
+        mcp = client.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers
+        )
+        assert mcp.status_code == 401
 
 
 def test_a_sqlite_store_that_cannot_be_opened_is_503(tmp_path: Any, app_client: Any) -> None:
