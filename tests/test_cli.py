@@ -241,3 +241,42 @@ def test_a_port_outside_1_to_65535_is_refused_by_name(tmp_path: Path, port: str)
     refused = airoi(tmp_path, "serve", "--port", port, check=False)
     assert refused.returncode == 2
     assert "--port" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_cli_faults_are_one_line_without_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(small_bundle()))
+    airoi(tmp_path, "load", str(path))
+    # A token whose expiry no date can hold.
+    refused = airoi(
+        tmp_path, "token", "issue", "--user", "10", "--expires-in", "3000000", check=False
+    )
+    assert (refused.returncode, refused.stderr.strip()) == (
+        1,
+        "--expires-in must be a whole number of days from 1 to 36500.",
+    )
+    # A setting that is not one.
+    env = {**os.environ, "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+    bad_today = subprocess.run(
+        [sys.executable, "-m", "airoi", "load", str(path)],
+        env={**env, "AIROI_TODAY": "bogus"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad_today.returncode == 1
+    assert "AIROI_TODAY" in bad_today.stderr and "Traceback" not in bad_today.stderr
+    assert len(bad_today.stderr.strip().splitlines()) == 1
+    # A database that cannot be reached: one line, without the URL's user or password.
+    away = subprocess.run(
+        [sys.executable, "-m", "airoi", "load", str(path)],
+        env={**env, "AIROI_DATABASE_URL": "postgresql+psycopg://who:hunter2@127.0.0.1:9/none"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert away.returncode == 1
+    assert away.stderr.strip() == (
+        "The database could not be used (OperationalError); check AIROI_DATABASE_URL and that "
+        "the server is up."
+    )

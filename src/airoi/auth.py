@@ -84,6 +84,10 @@ def authenticate(
     )
 
 
+# A hundred years: the longest expiry a token is issued with (a date past 9999 none can hold).
+MAX_EXPIRY_DAYS = 36_500
+
+
 class TokenRefused(Exception):
     """The CLI cannot issue or revoke as asked; the message says why."""
 
@@ -110,8 +114,10 @@ def issue_token(engine: Engine, user_id: int, *, expires_in_days: int | None = N
                 f"users[id={user_id}].role: tokens are issued only to an Owner or Admin, "
                 f"not to a {user.role}."
             )
-        if expires_in_days is not None and expires_in_days < 1:
-            raise TokenRefused("--expires-in must be a whole number of days, 1 or more.")
+        if expires_in_days is not None and not 1 <= expires_in_days <= MAX_EXPIRY_DAYS:
+            raise TokenRefused(
+                f"--expires-in must be a whole number of days from 1 to {MAX_EXPIRY_DAYS}."
+            )
         now = utc_now()
         expires_at = now + timedelta(days=expires_in_days) if expires_in_days else None
         secret = new_token()

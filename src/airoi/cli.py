@@ -97,7 +97,11 @@ def _require_server(command: str) -> None:
 
 
 def _settings(database_url: str | None) -> Settings:
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # names the AIROI_* variable and what it must be
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     return settings.with_(database_url=database_url) if database_url else settings
 
 
@@ -436,7 +440,22 @@ def pull(
 
 
 def main() -> None:
-    app()
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        app()
+    except DBAPIError as exc:
+        # The database could not be reached or refused the command. Its message can hold the
+        # connection's address and user, so one line names only the kind (SEMANTICS R15).
+        kind = type(exc.orig or exc).__name__
+        err.print(
+            f"The database could not be used ({kind}); check AIROI_DATABASE_URL and that "
+            "the server is up.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
