@@ -1488,3 +1488,25 @@ def test_an_amount_out_of_range_once_converted_is_refused_by_field(engine: Engin
         f"cost_entries[id=17].amount_cents: {2**62} EUR is out of range once converted to USD "
         f"(the store holds amounts up to {2**63 - 1} cents)"
     ]
+
+
+def test_an_account_currency_that_leaves_an_initiative_without_a_rate_is_refused(
+    engine: Engine,
+) -> None:
+    # SEMANTICS R4, R5: a budget row is in its initiative's currency. Initiative 5 is kept in
+    # USD, the account's currency; moved to EUR, the account has no rate for USD, and /budgets
+    # could not convert the initiative's entries (it answered 500 for the whole page).
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["currency"] = "USD"
+    loaded(engine, bundle)
+    to_eur = {"accounts": [{"id": 1, "name": "Acme", "currency": "EUR"}]}
+    assert refused(engine, to_eur) == [
+        "accounts[id=1].currency: stored initiatives in USD would have no FX rate for USD in "
+        "account 1"
+    ]
+    # With a rate for USD in the same bundle, the change is taken.
+    to_eur["fx_rates"] = [
+        {"account_id": 1, "currency": "USD", "rate": "0.92", "effective_from": "2026-01-01"}
+    ]
+    load_bundle(engine, to_eur, now=LATER)
+    assert one(engine, tables.accounts, id=1)["currency"] == "EUR"

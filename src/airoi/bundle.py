@@ -2189,10 +2189,31 @@ class _Load:
             return
         row["account_amount_cents"] = converted
 
+    def _check_initiative_currencies(self, account_id: int) -> None:
+        """SEMANTICS R4, R5: an initiative's budget row is in its own currency, so every
+        currency an initiative of the account is kept in needs a rate; a new account currency
+        can leave one without (the account's own currency needed none before)."""
+        fx = self._fx_table(account_id)
+        initiatives = tables.initiatives
+        query = (
+            select(initiatives.c.currency)
+            .distinct()
+            .where(initiatives.c.account_id == account_id, initiatives.c.currency.is_not(None))
+        )
+        for currency in sorted(self.conn.execute(query).scalars()):
+            try:
+                fx.rate(currency, date.min)
+            except MissingRate:
+                self.problems.add(
+                    f"accounts[id={account_id}].currency: stored initiatives in {currency} would "
+                    f"have no FX rate for {currency} in account {account_id}"
+                )
+
     def _refresh_reporting(self) -> None:
         """Stored entries of an account whose FX rates or currency changed: convert again."""
         for account_id in sorted(self.fx_changed - self.new_accounts):
             self.fx_tables.pop(account_id, None)
+            self._check_initiative_currencies(account_id)
             for key in ("cost_entries", "value_entries"):
                 kind = KINDS[key]
                 if not kind.reporting:
