@@ -1510,3 +1510,16 @@ def test_an_account_currency_that_leaves_an_initiative_without_a_rate_is_refused
     ]
     load_bundle(engine, to_eur, now=LATER)
     assert one(engine, tables.accounts, id=1)["currency"] == "EUR"
+
+
+def test_an_observation_key_that_is_not_its_metrics_is_refused(engine: Engine) -> None:
+    # Metric 6 is tickets_deflected: a reading of it filed under another key would be missed by
+    # GET /observations?metric_key=tickets_deflected.
+    bundle = base_bundle()
+    record(bundle, "observations", 31)["metric_key"] = "csat"
+    assert refused(engine, bundle) == [
+        "observations[id=31].metric_key: 'csat' is not the key of metric 6 ('tickets_deflected')"
+    ]
+    record(bundle, "observations", 31)["metric_key"] = "tickets_deflected"
+    loaded(engine, bundle)
+    assert one(engine, tables.observations, id=31)["metric_key"] == "tickets_deflected"

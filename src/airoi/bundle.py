@@ -2351,8 +2351,17 @@ class _Load:
                 )
         elif kind.key == "observations":
             for row in rows:
-                if row["metric_key"] is None and row["metric_id"] is not None:
-                    row["metric_key"] = self.metric_keys.get(row["metric_id"])
+                if row["metric_id"] is None:
+                    continue
+                key = self.metric_keys.get(row["metric_id"])
+                if row["metric_key"] is None:
+                    row["metric_key"] = key
+                elif key is not None and row["metric_key"] != key:
+                    # The reading would be missed by ?metric_key= of its own metric.
+                    self.problems.add(
+                        f"observations[id={row['id']}].metric_key: {row['metric_key']!r} is not "
+                        f"the key of metric {row['metric_id']} ({key!r})"
+                    )
         self._upsert_by_id(kind, rows)
 
     def _repoint_merged_vendors(self) -> None:
