@@ -16,14 +16,16 @@ Send = Callable[[Message], Awaitable[None]]
 Finish = Callable[[Message, bytes], Awaitable[None]]
 
 
-def holding(send: Send, status: int, finish: Finish) -> Send:
-    """`send`, except that an answer of `status` is handed whole to `finish`."""
+def holding(send: Send, status: int | frozenset[int], finish: Finish) -> Send:
+    """`send`, except that an answer of `status` (or of one of them) is handed whole to
+    `finish`."""
+    statuses = frozenset((status,)) if isinstance(status, int) else status
     held: Message | None = None
     chunks: list[bytes] = []
 
     async def hold(message: Message) -> None:
         nonlocal held
-        if message["type"] == "http.response.start" and message["status"] == status:
+        if message["type"] == "http.response.start" and message["status"] in statuses:
             held = message
             return
         if held is None or message["type"] != "http.response.body":

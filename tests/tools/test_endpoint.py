@@ -103,12 +103,40 @@ def test_host_and_origin_checks(served: Served, world: World) -> None:
     assert refused_host.status_code == 421
     refused_origin = post(served, {**bearer(world.token_a), "Origin": "https://evil.example"})
     assert refused_origin.status_code == 403
+    # SPEC 7: in the error body, with the request id, not the transport's plain text.
+    assert_error_body(
+        refused_host,
+        "This host name is not served here; AIROI_ALLOWED_HOSTS names the served ones.",
+    )
+    assert_error_body(refused_origin, "Requests from this Origin are not accepted here.")
     # The host of AIROI_APP_URL (https://roi.example.com in these tests) is served too.
     app_host = post(
         served,
         {**bearer(world.token_a), "Host": "roi.example.com", "Origin": "https://roi.example.com"},
     )
     assert app_host.status_code == 200, app_host.text
+
+
+def assert_error_body(response: httpx.Response, message: str) -> None:
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {
+        "error": {
+            "status": response.status_code,
+            "message": message,
+            "request_id": response.headers["x-request-id"],
+        }
+    }
+
+
+def test_a_body_that_is_not_json_is_refused_in_the_error_body(served: Served, world: World) -> None:
+    response = httpx.post(
+        served.base_url + "/mcp",
+        content=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+        headers={**MCP_HEADERS, **bearer(world.token_a), "Content-Type": "text/plain"},
+        timeout=30,
+    )
+    assert response.status_code == 400
+    assert_error_body(response, "Send the request as JSON, with Content-Type: application/json.")
 
 
 def test_transport_security_covers_every_served_name() -> None:

@@ -13,7 +13,12 @@ inline (`StreamableHTTPServerTransport._handle_post_request`) and offers no hook
   malformed envelope): -32600 "Invalid request". The SDK says -32602 (invalid params),
   but JSON-RPC 2.0 (section 5.1) gives -32600 to a body that is not a valid request.
 
-Errors answering a request carry its id and are left alone; so is every other status.
+Errors answering a request carry its id and are left alone.
+
+The transport's own refusals before any JSON-RPC (a Content-Type that is not JSON, a Host
+or Origin the DNS-rebinding check refuses, a body over its size) are plain text; they are
+sent as the error body of SPEC 7 instead, with the request id, under the same status.
+Every other answer is left alone.
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+import msgspec
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from airoi.errors import ErrorBody, ErrorDetail
 from airoi.held import holding
+from airoi.observability import request_context
 
 FIXED_ERRORS: Final[dict[int, dict[str, Any]]] = {
     PARSE_ERROR: {"code": PARSE_ERROR, "message": "Parse error"},
@@ -32,6 +40,13 @@ FIXED_ERRORS: Final[dict[int, dict[str, Any]]] = {
     INVALID_PARAMS: {"code": INVALID_REQUEST, "message": "Invalid request"},
 }
 BAD_REQUEST = 400
+# The transport's plain-text refusals, by status, in the words of SPEC 7's error body.
+PLAIN_REFUSALS: Final[dict[int, str]] = {
+    400: "Send the request as JSON, with Content-Type: application/json.",
+    403: "Requests from this Origin are not accepted here.",
+    413: "The request body is too large.",
+    421: "This host name is not served here; AIROI_ALLOWED_HOSTS names the served ones.",
+}
 
 
 def fixed_body(body: bytes) -> bytes:
@@ -58,14 +73,32 @@ class FixedTransportErrors:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def send_fixed(held: Message, body: bytes) -> None:
-            body = fixed_body(body)
+            status = held["status"]
             headers = [
                 (name, value)
                 for name, value in held.get("headers", [])
-                if name.lower() != b"content-length"
+                if name.lower() not in (b"content-length", b"content-type")
             ]
+            if _is_json(held):
+                body = fixed_body(body)
+            else:
+                context = request_context(scope)
+                detail = ErrorDetail(
+                    status=status,
+                    message=PLAIN_REFUSALS[status],
+                    request_id=context.request_id if context else None,
+                )
+                body = msgspec.json.encode(ErrorBody(error=detail))
+            headers.append((b"content-type", b"application/json"))
             headers.append((b"content-length", str(len(body)).encode()))
             await send({**held, "headers": headers})
             await send({"type": "http.response.body", "body": body})
 
-        await self.app(scope, receive, holding(send, BAD_REQUEST, send_fixed))
+        await self.app(scope, receive, holding(send, frozenset(PLAIN_REFUSALS), send_fixed))
+
+
+def _is_json(start: Message) -> bool:
+    for name, value in start.get("headers", []):
+        if name.lower() == b"content-type":
+            return bytes(value).split(b";")[0].strip().lower() == b"application/json"
+    return False
