@@ -228,3 +228,28 @@ def test_statement_timeout_setting() -> None:
     for bad in ("0", "-5", "5s"):
         with pytest.raises(ValueError, match="AIROI_STATEMENT_TIMEOUT_MS"):
             Settings.from_env({"AIROI_STATEMENT_TIMEOUT_MS": bad})
+
+
+def test_a_sum_past_64_bits_on_sqlite_is_a_500_not_a_database_away(
+    tmp_path: Any, app_client: Any
+) -> None:
+    # Two costs of 2**62 cents each are loadable; their sum is not a 64-bit integer, and
+    # SQLite's SUM stops with "integer overflow". That is no database away (503): a 500.
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'big.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    account = b.account()
+    token = b.token(b.user(account, role="owner"))
+    initiative = b.initiative(account)
+    for _ in range(2):
+        b.cost_entry(initiative, amount_cents=2**62, period_start="2026-01-05")
+    b.load(engine)
+    engine.dispose()
+    client = app_client(Settings(database_url=url))
+    response = client.get("/api/v1/roi", headers=bearer(token))
+    assert response.status_code == 500
+    assert set(response.json()["error"]) == {"status", "message", "request_id"}

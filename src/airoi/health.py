@@ -60,4 +60,6 @@ def database_failure(exc: Exception) -> ApiError | None:
         )
     if "readonly" in str(cause) or "read-only" in str(cause):  # a write attempt is a bug: 500
         return None
+    if str(cause) == "integer overflow":  # SQLite: a sum past 64 bits, not a database away: 500
+        return None
     return database_unavailable("The database cannot be reached right now; try again shortly.")
