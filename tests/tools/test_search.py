@@ -188,6 +188,8 @@ def test_a_query_of_whitespace_only_is_too_short(served: Served, world: World, q
         ({}, "The query argument is required."),
         ({"query": "sales", "types": ["initiative", "spaceship"]}, "types"),
         ({"query": "sales", "types": "initiative"}, "types"),
+        # An empty list names no kind; it used to answer as if omitted (every kind).
+        ({"query": "sales", "types": []}, "The types argument is not valid: List should have at"),
         ({"query": "x" * 201}, "query"),
     ],
 )

@@ -205,8 +205,9 @@ class AccountTools:
         types: Annotated[
             list[SearchKind] | None,
             Field(
+                min_length=1,
                 max_length=len(search_module.ALL_KINDS),
-                description="Only these kinds of result; omit for every kind.",
+                description="Only these kinds of result, at least one; omit for every kind.",
             ),
         ] = None,
     ) -> SearchResult:
