@@ -439,15 +439,25 @@ def pull(
     )
 
 
-def main() -> None:
-    from sqlalchemy.exc import DBAPIError
+def _database_error() -> type[Exception] | None:
+    """SQLAlchemy's DBAPIError, when the server extra is installed (the client needs none)."""
+    try:
+        from sqlalchemy.exc import DBAPIError
+    except ImportError:
+        return None
+    return DBAPIError
 
+
+def main() -> None:
     try:
         app()
-    except DBAPIError as exc:
+    except Exception as exc:
+        database_error = _database_error()
+        if database_error is None or not isinstance(exc, database_error):
+            raise
         # The database could not be reached or refused the command. Its message can hold the
         # connection's address and user, so one line names only the kind (SEMANTICS R15).
-        kind = type(exc.orig or exc).__name__
+        kind = type(getattr(exc, "orig", None) or exc).__name__
         err.print(
             f"The database could not be used ({kind}); check AIROI_DATABASE_URL and that "
             "the server is up.",
