@@ -122,3 +122,19 @@ def test_non_json_error_and_no_response() -> None:
         client(httpx.MockTransport(refuse), sleeps, max_retries=2).roi()
     assert unreachable.value.status == 0
     assert len(sleeps) == 2
+
+
+def test_a_200_that_is_not_json_is_an_airoi_error() -> None:
+    # A proxy's HTML page or a body cut short: the README promises AiroiError for every failure.
+    for response in (
+        httpx.Response(200, text="<html>login</html>", headers={"x-request-id": "r-1"}),
+        httpx.Response(200, text='{"data": [', headers={"x-request-id": "r-1"}),
+    ):
+        transport, _ = scripted(response)
+        with pytest.raises(AiroiError) as caught:
+            client(transport, []).roi()
+        assert (caught.value.status, caught.value.message, caught.value.request_id) == (
+            200,
+            "The response is not a JSON object.",
+            "r-1",
+        )

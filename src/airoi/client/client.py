@@ -241,9 +241,16 @@ class Client:
                 delay = self._backoff(attempt)
             else:
                 if response.status_code == 200:
-                    body = response.json()
+                    try:
+                        body = response.json()
+                    except ValueError:  # a proxy's HTML page, a body cut short
+                        body = None
                     if not isinstance(body, dict):
-                        raise AiroiError(200, "The response is not a JSON object.")
+                        raise AiroiError(
+                            200,
+                            "The response is not a JSON object.",
+                            response.headers.get("x-request-id"),
+                        )
                     return body
                 error = _error_from(response)
                 if response.status_code not in RETRIED_STATUSES or attempt >= self.max_retries:

@@ -117,6 +117,8 @@ class Store:
         else:
             target.mkdir(parents=True, exist_ok=True)
             self.conn = duckdb.connect(":memory:")
+        # Datetimes are written (CSV) and shown in UTC, whatever the machine's zone.
+        self.conn.execute("SET TimeZone = 'UTC'")
         self.conn.execute(
             f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} ("
             " resource VARCHAR PRIMARY KEY, updated_since VARCHAR, walk_since VARCHAR,"
@@ -247,6 +249,12 @@ class Store:
             self._flush(resource, done=done)
 
     def _upsert(self, table: str, key: str, rows: list[dict[str, Any]]) -> None:
+        # A row changed while the walk ran is served again further on, with a later
+        # updated_at: within one batch only its last (latest) copy is kept, or both would be
+        # inserted after the delete below.
+        latest = {row[key]: row for row in rows}
+        if len(latest) < len(rows):
+            rows = list(latest.values())
         incoming = rows_to_arrow(rows)
         self.conn.register("incoming", incoming)
         try:
