@@ -40,6 +40,9 @@ from airoi.client.frames import rows_to_arrow
 Format = Literal["duckdb", "parquet", "csv"]
 STATE_TABLE = "_airoi_state"
 STATE_FILE = "_airoi_state.json"
+# CSV only: each file's column types, so that the next run reads the text back as it was
+# written rather than as DuckDB's type detection would guess it ("7.10" is not 7.1).
+COLUMNS_FILE = "_airoi_columns.json"
 # Rows written (with the walk's position) per DuckDB transaction: ten full pages. One
 # transaction a page cost about as much as parsing the page.
 BATCH_ROWS = 5_000
@@ -111,6 +114,7 @@ class Store:
         # The columns of each table the store has looked at (None: no such table), so that a
         # page does not ask the catalogue again; forgotten whenever a transaction rolls back.
         self._known: dict[str, set[str] | None] = {}
+        self._csv_types: dict[str, list[list[str]]] = {}
         if fmt == "duckdb":
             target.parent.mkdir(parents=True, exist_ok=True)
             self.conn = duckdb.connect(str(target))
@@ -140,14 +144,38 @@ class Store:
         if state_path.exists():
             for name, saved in json.loads(state_path.read_text()).items():
                 self._save_state(name, WalkState(**saved))
+        columns_path = self.target / COLUMNS_FILE
+        if self.fmt == "csv" and columns_path.exists():
+            self._csv_types = json.loads(columns_path.read_text())
         for resource in RESOURCES:
             path = self._file(resource.name)
-            if path.exists():
-                reader = "read_parquet" if self.fmt == "parquet" else "read_csv"
-                self.conn.execute(
-                    f"CREATE TABLE {_quote(resource.name)} AS SELECT * FROM {reader}(?)",
-                    [str(path)],
-                )
+            if not path.exists():
+                continue
+            types = self._csv_types.get(resource.name)
+            if self.fmt == "csv" and types is not None:
+                self._load_typed_csv(resource.name, path, dict(types))
+                continue
+            reader = "read_parquet" if self.fmt == "parquet" else "read_csv"
+            self.conn.execute(
+                f"CREATE TABLE {_quote(resource.name)} AS SELECT * FROM {reader}(?)",
+                [str(path)],
+            )
+
+    def _load_typed_csv(self, name: str, path: Path, types: dict[str, str]) -> None:
+        """Every value read as the text written ('' stays '', not null), then cast to the
+        type its column had; a column the record does not know stays text."""
+        source = "read_csv(?, header = true, all_varchar = true, allow_quoted_nulls = false)"
+        header = [
+            row[0]
+            for row in self.conn.execute(f"DESCRIBE SELECT * FROM {source}", [str(path)]).fetchall()
+        ]
+        selected = ", ".join(
+            f"CAST({_quote(column)} AS {types.get(column, 'VARCHAR')}) AS {_quote(column)}"
+            for column in header
+        )
+        self.conn.execute(
+            f"CREATE TABLE {_quote(name)} AS SELECT {selected} FROM {source}", [str(path)]
+        )
 
     def _write_file(self, name: str) -> None:
         path = self._file(name)
@@ -158,6 +186,13 @@ class Store:
         options = "FORMAT parquet" if self.fmt == "parquet" else "FORMAT csv, HEADER true"
         self.conn.execute(f"COPY {_quote(name)} TO '{temporary}' ({options})")
         os.replace(temporary, path)
+        if self.fmt == "csv":
+            described = self.conn.execute(f"DESCRIBE {_quote(name)}").fetchall()
+            self._csv_types[name] = [[row[0], row[1]] for row in described]
+            columns_path = self.target / COLUMNS_FILE
+            temporary = columns_path.with_name(columns_path.name + ".partial")
+            temporary.write_text(json.dumps(self._csv_types, indent=2, sort_keys=True))
+            os.replace(temporary, columns_path)
 
     def _write_state_file(self) -> None:
         rows = self.conn.execute(
