@@ -280,3 +280,19 @@ def test_cli_faults_are_one_line_without_a_traceback(tmp_path: Path) -> None:
         "The database could not be used (OperationalError); check AIROI_DATABASE_URL and that "
         "the server is up."
     )
+
+
+def test_pull_into_a_store_it_cannot_write_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    target = tmp_path / "not-a-store.duckdb"
+    target.write_text("not a database")
+    env = {**os.environ, "AIROI_TOKEN": "airoi_" + "x" * 43}
+    result = subprocess.run(
+        [sys.executable, "-m", "airoi", "pull", "--base-url", "http://127.0.0.1:9/api/v1",
+         "--to", str(target)],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    stopped = [line for line in result.stderr.splitlines() if "Pull stopped" in line]
+    assert len(stopped) == 1 and "could not be written (IOException" in stopped[0]
+    assert "Traceback" not in result.stderr and "x" * 43 not in result.stderr

@@ -388,6 +388,7 @@ def pull(
 
     _require("pull", PULL_PACKAGES, "pull")
 
+    import duckdb
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
     from airoi.client import AiroiError, Client
@@ -419,7 +420,18 @@ def pull(
         try:
             reports = run_pull(client, to, fmt, progress=advance)
         except AiroiError as exc:
-            err.print(f"Pull stopped: {exc}", markup=False)
+            err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except (duckdb.Error, OSError) as exc:
+            # The store, not the service: a file another process holds, a disk that is full.
+            err.print(
+                f"Pull stopped: the store at {to} could not be written ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}). What was written "
+                "before stays; run again to go on.",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(1) from None
     seconds = time.perf_counter() - started
     table = Table("resource", "rows", "pages", "since")

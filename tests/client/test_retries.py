@@ -138,3 +138,11 @@ def test_a_200_that_is_not_json_is_an_airoi_error() -> None:
             "The response is not a JSON object.",
             "r-1",
         )
+
+
+def test_no_response_is_said_without_a_status() -> None:
+    # Status 0 means no answer at all; "0: No response ..." read as if the service said 0.
+    assert (
+        str(AiroiError(0, "No response from http://api.test")) == "No response from http://api.test"
+    )
+    assert str(AiroiError(503, "Busy.", "r-2")) == "503: Busy. (request r-2)"

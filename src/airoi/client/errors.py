@@ -30,4 +30,6 @@ class AiroiError(Exception):
 
     def __str__(self) -> str:
         suffix = f" (request {self.request_id})" if self.request_id else ""
-        return f"{self.status}: {self.message}{suffix}"
+        # Status 0 is no response at all: there is no status to show.
+        prefix = f"{self.status}: " if self.status else ""
+        return f"{prefix}{self.message}{suffix}"
