@@ -37,9 +37,12 @@ ENDPOINTS = [
 ]
 
 
-def airoi(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
-    env.pop("AIROI_TODAY", None)
+def airoi(
+    tmp_path: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}", **(env or {})}
+    if "AIROI_TODAY" not in (env or {}):
+        env.pop("AIROI_TODAY", None)
     result = subprocess.run(
         [sys.executable, "-m", "airoi", *args], env=env, capture_output=True, text=True, check=False
     )
@@ -256,25 +259,13 @@ def test_cli_faults_are_one_line_without_a_traceback(tmp_path: Path) -> None:
         "--expires-in must be a whole number of days from 1 to 36500.",
     )
     # A setting that is not one.
-    env = {**os.environ, "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
-    bad_today = subprocess.run(
-        [sys.executable, "-m", "airoi", "load", str(path)],
-        env={**env, "AIROI_TODAY": "bogus"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    bad_today = airoi(tmp_path, "load", str(path), check=False, env={"AIROI_TODAY": "bogus"})
     assert bad_today.returncode == 1
     assert "AIROI_TODAY" in bad_today.stderr and "Traceback" not in bad_today.stderr
     assert len(bad_today.stderr.strip().splitlines()) == 1
     # A database that cannot be reached: one line, without the URL's user or password.
-    away = subprocess.run(
-        [sys.executable, "-m", "airoi", "load", str(path)],
-        env={**env, "AIROI_DATABASE_URL": "postgresql+psycopg://who:hunter2@127.0.0.1:9/none"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    away_url = "postgresql+psycopg://who:hunter2@127.0.0.1:9/none"
+    away = airoi(tmp_path, "load", str(path), check=False, env={"AIROI_DATABASE_URL": away_url})
     assert away.returncode == 1
     assert away.stderr.strip() == (
         "The database could not be used (OperationalError); check AIROI_DATABASE_URL and that "
