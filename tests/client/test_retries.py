@@ -146,3 +146,13 @@ def test_no_response_is_said_without_a_status() -> None:
         str(AiroiError(0, "No response from http://api.test")) == "No response from http://api.test"
     )
     assert str(AiroiError(503, "Busy.", "r-2")) == "503: Busy. (request r-2)"
+
+
+def test_a_base_url_without_a_scheme_is_not_retried() -> None:
+    sleeps: list[float] = []
+    api = Client("localhost:8000/api/v1", "secret", sleep=sleeps.append, max_retries=5)
+    with pytest.raises(AiroiError) as caught:
+        api.roi()
+    assert caught.value.status == 0
+    assert "is not an http:// or https:// URL" in caught.value.message
+    assert sleeps == []

@@ -234,6 +234,11 @@ class Client:
             self.requests_sent += 1
             try:
                 response = self._http.get(path, params=dict(params or {}))
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+                # A base URL without http:// or https:// fails the same way every time.
+                raise AiroiError(
+                    0, f"{self.base_url} is not an http:// or https:// URL: {exc}"
+                ) from exc
             except httpx.TransportError as exc:
                 # A GET is safe to repeat; a connection that fails counts as a retry.
                 if attempt >= self.max_retries:
