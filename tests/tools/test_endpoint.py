@@ -47,6 +47,17 @@ def post(served: Served, headers: dict[str, str], path: str = "/mcp") -> httpx.R
     )
 
 
+def assert_error_body(response: httpx.Response, message: str) -> None:
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {
+        "error": {
+            "status": response.status_code,
+            "message": message,
+            "request_id": response.headers["x-request-id"],
+        }
+    }
+
+
 @pytest.mark.parametrize(
     "headers",
     [{}, bearer("airoi_not-a-real-token-" + "y" * 32), {"Authorization": "Basic abc"}],
@@ -68,13 +79,7 @@ def test_a_bad_token_is_refused_401_before_the_sdk(
 def test_a_plan_without_api_access_is_refused_403(served: Served, world: World) -> None:
     response = post(served, bearer(world.token_no_api))
     assert response.status_code == 403
-    assert response.json() == {
-        "error": {
-            "status": 403,
-            "message": "This account's plan does not include API access.",
-            "request_id": response.headers["x-request-id"],
-        }
-    }
+    assert_error_body(response, "This account's plan does not include API access.")
 
 
 def test_an_expired_token_is_refused_401(served: Served, engine: Engine) -> None:
@@ -115,17 +120,6 @@ def test_host_and_origin_checks(served: Served, world: World) -> None:
         {**bearer(world.token_a), "Host": "roi.example.com", "Origin": "https://roi.example.com"},
     )
     assert app_host.status_code == 200, app_host.text
-
-
-def assert_error_body(response: httpx.Response, message: str) -> None:
-    assert response.headers["content-type"] == "application/json"
-    assert response.json() == {
-        "error": {
-            "status": response.status_code,
-            "message": message,
-            "request_id": response.headers["x-request-id"],
-        }
-    }
 
 
 def test_a_body_that_is_not_json_is_refused_in_the_error_body(served: Served, world: World) -> None:
@@ -277,13 +271,7 @@ def test_a_method_mcp_does_not_serve_is_405_before_auth(
         if method == "HEAD":
             assert response.content == b""
             continue
-        assert response.json() == {
-            "error": {
-                "status": 405,
-                "message": "Only POST is served here.",
-                "request_id": response.headers["x-request-id"],
-            }
-        }
+        assert_error_body(response, "Only POST is served here.")
 
 
 def test_allow_names_exactly_the_methods_mcp_serves(served: Served, world: World) -> None:
