@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 # RFC 3339-style date-time: a date, `T` or space, a time with optional fraction,
 # then `Z`, an offset, or nothing (UTC). A bare number or a date alone is refused.
@@ -26,8 +26,12 @@ def utc_now() -> datetime:
     return truncate_ms(datetime.now(UTC).replace(tzinfo=None))
 
 
-def parse_datetime(text: str) -> datetime:
+def parse_datetime(text: str, *, round_up: bool = False) -> datetime:
     """Parse an incoming ISO 8601 date-time strictly; return naive UTC.
+
+    A datetime holds microseconds: digits beyond them are dropped, or with `round_up` (a lower
+    bound) taken as the next microsecond when any of them is not 0, so that a moment kept at
+    the microsecond they cut is not counted as at or after the bound.
 
     Raises ValueError for anything else (a bare number, a date alone, words), and its
     subclass OutOfRange for a date-time whose UTC moment falls outside years 1 to 9999.
@@ -38,7 +42,9 @@ def parse_datetime(text: str) -> datetime:
     if cleaned[-1] in "zZ":
         cleaned = cleaned[:-1] + "+00:00"
     fraction = re.search(r"\.(\d+)", cleaned)
+    beyond = ""
     if fraction and len(fraction.group(1)) > 6:  # fromisoformat takes at most microseconds
+        beyond = fraction.group(1)[6:]
         cleaned = cleaned.replace(fraction.group(0), "." + fraction.group(1)[:6], 1)
     parsed = datetime.fromisoformat(cleaned)
     if parsed.tzinfo is not None:
@@ -48,6 +54,8 @@ def parse_datetime(text: str) -> datetime:
             # SEMANTICS R3, R12: 0001-01-01T00:00:00+01:00 is a date-time, but its UTC moment
             # falls before year 1 (or after 9999), which no datetime holds: a refusal, not a 500.
             raise OutOfRange("the UTC moment is outside years 1 to 9999") from exc
+    if round_up and beyond.strip("0") and parsed < datetime.max:
+        parsed += timedelta(microseconds=1)
     return parsed
 
 
