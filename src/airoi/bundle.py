@@ -197,11 +197,12 @@ def _int_conv(low: int, high: int) -> Conv:
 
 
 _INT32: Final = _int_conv(-(2**31), 2**31 - 1)
-_INT64: Final = _int_conv(-(2**63), _MAX_ID)
+_MIN_INT64: Final = -(2**63)
+_INT64: Final = _int_conv(_MIN_INT64, _MAX_ID)
 
 
 def _fits_int64(value: int) -> bool:
-    return -(2**63) <= value <= _MAX_ID
+    return _MIN_INT64 <= value <= _MAX_ID
 
 
 def _too_large_converted(label: str, amount: int, currency: str | None, into: str) -> str:

@@ -39,7 +39,6 @@ FIXED_ERRORS: Final[dict[int, dict[str, Any]]] = {
     INVALID_REQUEST: {"code": INVALID_REQUEST, "message": "Invalid request"},
     INVALID_PARAMS: {"code": INVALID_REQUEST, "message": "Invalid request"},
 }
-BAD_REQUEST = 400
 # The transport's plain-text refusals, by status, in the words of SPEC 7's error body.
 PLAIN_REFUSALS: Final[dict[int, str]] = {
     400: "Send the request as JSON, with Content-Type: application/json.",
