@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import gzip
+import http.server
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -287,3 +292,85 @@ def test_pull_into_a_store_it_cannot_write_is_one_line(tmp_path: Path) -> None:
     stopped = [line for line in result.stderr.splitlines() if "Pull stopped" in line]
     assert len(stopped) == 1 and "could not be written (IOException" in stopped[0]
     assert "Traceback" not in result.stderr and "x" * 43 not in result.stderr
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """Answers 429 (Retry-After: `wait`) to the first `refusals` requests, then an empty page."""
+
+    refusals = 1
+    wait = "1"
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        if cls.refusals > 0:
+            cls.refusals -= 1
+            status, headers = 429, {"Retry-After": cls.wait, "X-Request-Id": "req-429"}
+            body: dict[str, Any] = {
+                "error": {"status": 429, "message": "Too many requests with this token."}
+            }
+        else:
+            status, headers = 200, {}
+            body = {"data": [], "page": {"has_more": False, "next_cursor": None}}
+        encoded = json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in {**headers, "Content-Type": "application/json"}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(encoded)))
+        self.end_headers()
+        self.wfile.write(encoded)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def refusing_api(refusals: int, wait: str) -> Iterator[str]:
+    handler = type("Handler", (_Refusing,), {"refusals": refusals, "wait": wait})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_pull_says_when_it_waits_on_a_429(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    env = {**os.environ, "AIROI_TOKEN": "airoi_" + "x" * 43}
+    with refusing_api(refusals=1, wait="1") as base_url:
+        result = subprocess.run(
+            [sys.executable, "-m", "airoi", "pull", "--base-url", base_url,
+             "--to", str(tmp_path / "store.duckdb")],
+            env=env, capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    waits = [line for line in result.stderr.splitlines() if line.startswith("Waiting")]
+    assert waits == [
+        "Waiting 1.0 s before asking again: 429: Too many requests with this token. "
+        "(request req-429)"
+    ]
+    assert "x" * 43 not in result.stderr + result.stdout
+
+
+def test_pull_interrupted_says_what_stays(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    env = {**os.environ, "AIROI_TOKEN": "airoi_" + "x" * 43}
+    with refusing_api(refusals=1_000, wait="30") as base_url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "airoi", "pull", "--base-url", base_url,
+             "--to", str(tmp_path / "store.duckdb")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert process.stderr is not None
+        seen = []
+        for line in process.stderr:  # the first wait: the pull is inside its walk
+            seen.append(line)
+            if line.startswith("Waiting 30.0 s"):
+                break
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=30)
+    assert process.returncode == 130, "".join(seen) + rest
+    assert "Pull interrupted. What was written before stays; run again to go on." in rest
+    assert "Traceback" not in rest

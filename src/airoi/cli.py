@@ -407,8 +407,21 @@ def pull(
         TextColumn("rows"),
         TextColumn("{task.fields[state]}"),
     )
+
+    def waiting(seconds: float, why: AiroiError) -> None:
+        # A wait (a 429's Retry-After, a 503, no answer) is said, not left to look like a hang.
+        err.print(
+            f"Waiting {seconds:.1f} s before asking again: {why}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
     started = time.perf_counter()
-    with Client(base_url, token) as client, Progress(*columns, console=err) as progress:
+    with (
+        Client(base_url, token, on_wait=waiting) as client,
+        Progress(*columns, console=err) as progress,
+    ):
         tasks = {r.name: progress.add_task(r.name, total=None, state="") for r in RESOURCES}
 
         def advance(name: str, rows: int, done: bool) -> None:
@@ -419,6 +432,13 @@ def pull(
 
         try:
             reports = run_pull(client, to, fmt, progress=advance)
+        except KeyboardInterrupt:
+            err.print(
+                "Pull interrupted. What was written before stays; run again to go on.",
+                markup=False,
+                highlight=False,
+            )
+            raise typer.Exit(130) from None
         except AiroiError as exc:
             err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -48,6 +49,69 @@ def test_429_waits_as_retry_after_says() -> None:
     assert len(seen) == 3
     assert seen[0].headers["authorization"] == "Bearer secret"
     assert seen[0].url.params["limit"] == "500"
+
+
+def test_each_wait_is_told_before_it_starts() -> None:
+    transport, _ = scripted(
+        error(429, "Too many requests.", {"Retry-After": "2", "X-Request-Id": "req-7"}),
+        error(503, "Busy.", {"Retry-After": "1"}),
+        httpx.Response(200, json=OK),
+    )
+    told: list[tuple[float, int, str, int]] = []
+    sleeps: list[float] = []
+
+    def on_wait(seconds: float, why: AiroiError) -> None:
+        # Told before the sleep it announces: the sleeps so far are the earlier ones.
+        told.append((seconds, why.status, why.message, len(sleeps)))
+
+    sleep: Callable[[float], None] = sleeps.append
+    api = Client("http://api.test", "secret", sleep=sleep, on_wait=on_wait, transport=transport)
+    assert api.roi() == OK
+    assert told == [(2.0, 429, "Too many requests.", 0), (1.0, 503, "Busy.", 1)]
+    assert sleeps == [2.0, 1.0]
+
+
+def test_a_wait_for_no_answer_is_told_too() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    told: list[AiroiError] = []
+    api = Client(
+        "http://api.test",
+        "secret",
+        max_retries=2,
+        sleep=lambda _: None,
+        on_wait=lambda _, why: told.append(why),
+        transport=httpx.MockTransport(refuse),
+    )
+    with pytest.raises(AiroiError) as refused:
+        api.roi()
+    assert refused.value.status == 0
+    assert [(why.status, "connection refused" in why.message) for why in told] == [(0, True)] * 2
+
+
+def test_closing_the_client_ends_a_wait_in_another_thread() -> None:
+    transport, seen = scripted(*[error(429, "Too many requests.", {"Retry-After": "60"})] * 3)
+    told = threading.Event()
+    api = Client("http://api.test", "secret", on_wait=lambda *_: told.set(), transport=transport)
+    failures: list[AiroiError] = []
+
+    def fetch() -> None:
+        try:
+            api.roi()
+        except AiroiError as exc:
+            failures.append(exc)
+
+    fetching = threading.Thread(target=fetch)
+    fetching.start()
+    assert told.wait(10)
+    api.close()
+    fetching.join(10)
+    assert not fetching.is_alive()  # it did not sit out the 60 s Retry-After
+    assert [(f.status, f.message) for f in failures] == [
+        (0, "The client was closed while it waited to ask again.")
+    ]
+    assert len(seen) == 1
 
 
 def test_retry_after_as_http_date() -> None:

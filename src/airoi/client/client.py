@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-import time
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -181,7 +181,9 @@ class Client:
     (`http://host:8000`) gets `/api/v1` added. Requests answered 429 or 503 are retried
     up to `max_retries` times, waiting as `Retry-After` asks (or backing off
     exponentially when it does not say), and never waiting more than `max_wait` seconds
-    in total for one request. Every failure is raised as `AiroiError`.
+    in total for one request. Every failure is raised as `AiroiError`. `on_wait`, when
+    given, is told of each wait before it starts: the seconds, and why (the refusal, or the
+    failure to get an answer), as an `AiroiError`.
     """
 
     def __init__(
@@ -193,7 +195,8 @@ class Client:
         max_retries: int = 5,
         max_wait: float = 120.0,
         page_size: int = MAX_PAGE_SIZE,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
+        on_wait: Callable[[float, AiroiError], None] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         base = base_url.rstrip("/")
@@ -203,7 +206,9 @@ class Client:
         self.max_retries = max_retries
         self.max_wait = max_wait
         self.page_size = page_size
-        self.sleep = sleep
+        self._closed = threading.Event()
+        self.sleep = sleep if sleep is not None else self._wait
+        self.on_wait = on_wait
         self.requests_sent = 0
         self._http = httpx.Client(
             base_url=base,
@@ -213,7 +218,15 @@ class Client:
         )
 
     def close(self) -> None:
+        self._closed.set()  # ends a wait in progress, in whichever thread it is
         self._http.close()
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep `seconds` before asking again, unless the client is closed meanwhile: a
+        pull interrupted while a page is fetched ahead in another thread must not sit out
+        that page's Retry-After (up to `max_wait`) before the process can end."""
+        if self._closed.wait(seconds):
+            raise AiroiError(0, "The client was closed while it waited to ask again.")
 
     def __enter__(self) -> Client:
         return self
@@ -241,8 +254,9 @@ class Client:
                 ) from exc
             except httpx.TransportError as exc:
                 # A GET is safe to repeat; a connection that fails counts as a retry.
+                error = AiroiError(0, f"No response from {self.base_url}: {exc}")
                 if attempt >= self.max_retries:
-                    raise AiroiError(0, f"No response from {self.base_url}: {exc}") from exc
+                    raise error from exc
                 delay = self._backoff(attempt)
             else:
                 if response.status_code == 200:
@@ -266,6 +280,8 @@ class Client:
                     raise error
             if waited + delay > self.max_wait:
                 raise AiroiError(0, f"No response from {self.base_url} in {waited:.0f} s.")
+            if self.on_wait is not None:
+                self.on_wait(delay, error)
             self.sleep(delay)
             waited += delay
             attempt += 1

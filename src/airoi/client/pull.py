@@ -329,13 +329,20 @@ def read_ahead(pages: Iterator[Page]) -> Iterator[Page]:
     """The same pages, each next one fetched in a thread while the caller writes this one.
 
     Pages and errors come in order: a request that fails is raised after the pages before
-    it have been written. At most one request is in flight.
+    it have been written. At most one request is in flight. When the caller stops (an
+    error writing a page, Ctrl-C), the request in flight is not waited for: it may be
+    sitting out a Retry-After, which closing the client ends.
     """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="airoi-pull") as fetcher:
+    fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airoi-pull")
+    try:
         upcoming = fetcher.submit(next, pages, None)
         while (page := upcoming.result()) is not None:
             upcoming = fetcher.submit(next, pages, None)
             yield page
+    except BaseException:
+        fetcher.shutdown(wait=False, cancel_futures=True)
+        raise
+    fetcher.shutdown()
 
 
 def pull_resource(
