@@ -2,7 +2,8 @@
 
     python -m bench.ceiling [--cost-entries 1000000] [--initiatives 2000] [--accounts 100]
                             [--value-entries 200000] [--observations 100000] [--postgres URL]
-                            [--json out.json] [--seconds 5] [--connections 4] [--work DIR]
+                            [--json out.json] [--seconds 5] [--rounds 5] [--connections 4]
+                            [--work DIR]
 
 The dataset is bench/make_bundle's full one by default: the large account (id 1) with the
 cost entries, value entries, observations and budgeted initiatives asked for, beside
@@ -42,6 +43,18 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
    sending the same bytes: 1 / (1/ceiling + 1/framework floor) over the ceiling is the most
    a service built on that framework could reach, before any work of its own (auth, rate
    limit, parameters, log) besides the ceiling's.
+7c. unframed: the service's own per-request work for the first page (token lookup, rate
+   limit, query names and limit, the page, ETag, request id, access log, metrics) as a bare
+   ASGI app (bench/unframed_app.py) on the same server, its body checked equal to the
+   ceiling's: what the service would reach with no framework at all; and the same app
+   without the token lookup, rate limit, ETag, log and metrics (page only): what those
+   per-request duties cost served.
+
+Every server (the service, the unframed app, the floors) is started first and stays up; each
+case is then measured in `--rounds` slices of `--seconds / --rounds`, the ceiling and its
+contenders one after the other in every slice, and a ratio is the median of the slices' own
+ratios (lowest and highest printed beside it). This machine's speed drifts by as much as 2x
+within minutes, so figures taken apart were comparing the drift as much as the code.
 
 The machine has 2 cores and other work may run on it: the load average is printed before and
 after; the figures are only as quiet as it was. Rate limiting is lifted for the run
@@ -65,7 +78,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -505,37 +518,31 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
         )
     ]
 
-    with pinned(SERVER_CORE):
-        for label, limit, position, _ in cases:
-            figures[f"ceiling_{label}"] = rate(
-                lambda n=limit, at=position: raw.page(n, at), args.seconds
-            )
-        figures["ceiling_walk"] = walk_raw(raw, args.cost_entries)
-
     port = free_port()
     base = f"http://127.0.0.1:{port}/api/v1/"
     argv = [sys.executable, "-m", "airoi", "serve", "--port", str(port)]
     env = {"AIROI_DATABASE_URL": url, **SERVER_ENV}
-    with server(argv, env, base + "openapi.json") as pid:
+    with ExitStack() as servers:
+        # Every server is up, idle, for the whole run, so that each case's contenders can be
+        # measured one after the other, round after round (see `interleaved`).
+        pid = servers.enter_context(server(argv, env, base + "openapi.json"))
+        urls: dict[str, str] = {}
         for label, limit, position, params in cases:
             query = httpx.QueryParams({"limit": limit, **params})
             body = ok(httpx.get(f"{base}cost_entries?{query}", headers=HEADERS)).content
             expected, _, _ = raw.page(limit, position)
             if orjson.loads(body) != orjson.loads(expected):
                 raise AssertionError(f"{label}: the ceiling's body differs from the service's")
-            figures[f"service_{label}"] = drive(
-                f"{base}cost_entries?{query}", args.seconds, args.connections
-            )
-        figures["service_walk"] = walk_service(base, args.cost_entries, decode_rows=False)
-        figures["service_walk_decoded"] = walk_service(base, args.cost_entries, decode_rows=True)
+            urls[f"service_{label}"] = f"{base}cost_entries?{query}"
+        urls.update(servers.enter_context(unframed(url, raw)))
+        for limit in LIMITS:
+            urls.update(servers.enter_context(floors(raw.page(limit, None)[0], work, limit)))
+        figures.update(interleaved(raw, cases, urls, args))
+        figures.update(walks(raw, base, args))
         figures["peak_rss_mb"] = peak_rss_mb(pid)
         figures["profile"] = profile(
             pid, f"{base}cost_entries?limit=100", args.profile_seconds, args.connections, 12
         )
-    for limit in LIMITS:
-        body = raw.page(limit, None)[0]
-        figures[f"floor_{limit}"] = http_floor(body, work, args)
-        figures[f"framework_{limit}"] = http_floor(body, work, args, app="framework")
     raw.close()
     if args.money_repeats:
         figures["money"] = measure_money(url, args.money_repeats)
@@ -545,20 +552,102 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
     return figures
 
 
-def http_floor(
-    body: bytes, work: Path, args: argparse.Namespace, app: str = "app"
-) -> dict[str, float]:
-    """The same server serving `body` from a bare ASGI app (bench.floor_app): what HTTP costs
-    per page here, before any application work; with `app="framework"`, from one bare route
-    of the service's framework: what HTTP and the framework cost together."""
-    path = work / "floor-body.json"
+def interleaved(
+    raw: Raw,
+    cases: list[tuple[str, int, Any, dict[str, Any]]],
+    urls: dict[str, str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Each case's contenders measured in turn, `args.rounds` times over: the ceiling, the
+    service, and for a first page the unframed app and the two floors.
+
+    The speed of this machine drifts (the same ceiling measured twice a minute apart has
+    differed by 2x), so a ratio of two figures taken minutes apart says more about the drift
+    than about the two. Measured side by side in short slices, each round gives its own
+    ratio; the median of those is reported, with the lowest and highest."""
+    seconds = max(1, round(args.seconds / args.rounds))
+    runs: dict[str, list[dict[str, float]]] = {}
+    for _ in range(args.rounds):
+        for label, limit, position, _ in cases:
+            with pinned(SERVER_CORE):
+                ceiling = rate(lambda n=limit, at=position: raw.page(n, at), seconds)
+            runs.setdefault(f"ceiling_{label}", []).append({**ceiling, "rps": ceiling["per_s"]})
+            contenders = [f"service_{label}"]
+            if label.startswith("first_"):
+                contenders += [f"{name}_{limit}" for name in ("unframed", "page_only")]
+                contenders += [f"floor_{limit}", f"framework_{limit}"]
+            for key in contenders:
+                runs.setdefault(key, []).append(drive(urls[key], seconds, args.connections))
+    figures: dict[str, Any] = {}
+    for key, rounds in runs.items():
+        figures[key] = {
+            "per_s" if key.startswith("ceiling_") else "rps": statistics.mean(
+                r["rps"] for r in rounds
+            ),
+            "p50_ms": statistics.median(r["p50_ms"] for r in rounds),
+            "p99_ms": statistics.median(r["p99_ms"] for r in rounds),
+            "rounds_rps": [r["rps"] for r in rounds],
+        }
+    return figures
+
+
+def round_ratios(f: dict[str, Any], over: str, under: str) -> list[float]:
+    """`over`'s rate over `under`'s in each round they were measured side by side."""
+    return [a / b for a, b in zip(f[over]["rounds_rps"], f[under]["rounds_rps"], strict=True)]
+
+
+def walks(raw: Raw, base: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The full walk, the ceiling's then the service's, twice over; the faster of each."""
+    ceiling: list[dict[str, float]] = []
+    service: list[dict[str, float]] = []
+    for _ in range(2):
+        with pinned(SERVER_CORE):
+            ceiling.append(walk_raw(raw, args.cost_entries))
+        service.append(walk_service(base, args.cost_entries, decode_rows=False))
+    return {
+        "ceiling_walk": max(ceiling, key=lambda w: w["rows_per_s"]),
+        "service_walk": max(service, key=lambda w: w["rows_per_s"]),
+        "service_walk_decoded": walk_service(base, args.cost_entries, decode_rows=True),
+    }
+
+
+@contextmanager
+def unframed(url: str, raw: Raw) -> Iterator[dict[str, str]]:
+    """The service's own work for the first page without the framework (bench.unframed_app),
+    served like the service, and the same without its per-request duties (page_only)."""
+    urls = {}
+    with ExitStack() as servers:
+        for name, app in (("unframed", "app"), ("page_only", "page_only")):
+            port = free_port()
+            page = f"http://127.0.0.1:{port}/api/v1/cost_entries"
+            argv = [sys.executable, "-m", "uvicorn", f"bench.unframed_app:{app}"]
+            argv += ["--port", str(port), "--log-level", "warning", "--no-access-log"]
+            env = {"AIROI_DATABASE_URL": url, **SERVER_ENV}
+            servers.enter_context(server(argv, env, f"{page}?limit=1"))
+            for limit in LIMITS:
+                body = ok(httpx.get(f"{page}?limit={limit}", headers=HEADERS)).content
+                if orjson.loads(body) != orjson.loads(raw.page(limit, None)[0]):
+                    raise AssertionError(f"{name} {limit}: the ceiling's body differs from its")
+                urls[f"{name}_{limit}"] = f"{page}?limit={limit}"
+        yield urls
+
+
+@contextmanager
+def floors(body: bytes, work: Path, limit: int) -> Iterator[dict[str, str]]:
+    """The same server serving `body` from a bare ASGI app (bench.floor_app:app): what HTTP
+    costs per page here, before any application work; and from one bare route of the
+    service's framework (bench.floor_app:framework): what HTTP and the framework cost."""
+    path = work / f"floor-body-{limit}.json"
     path.write_bytes(body)
-    port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", f"bench.floor_app:{app}", "--port", str(port)]
-    argv += ["--log-level", "warning", "--no-access-log"]
-    url = f"http://127.0.0.1:{port}/"
-    with server(argv, {"AIROI_FLOOR_BODY": str(path)}, url):
-        return drive(url, args.seconds, args.connections)
+    urls = {}
+    with ExitStack() as servers:
+        for key, app in ((f"floor_{limit}", "app"), (f"framework_{limit}", "framework")):
+            port = free_port()
+            argv = [sys.executable, "-m", "uvicorn", f"bench.floor_app:{app}", "--port", str(port)]
+            argv += ["--log-level", "warning", "--no-access-log"]
+            urls[key] = f"http://127.0.0.1:{port}/"
+            servers.enter_context(server(argv, {"AIROI_FLOOR_BODY": str(path)}, urls[key]))
+        yield urls
 
 
 def datasette(url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -590,18 +679,20 @@ def report(f: dict[str, Any]) -> list[str]:
     lines = [f"== {f['database']} (deep = behind a cursor {f['deep_rows']:,} rows in)"]
     lines.append(
         f"{'page':10} {'ceiling/s':>10} {'p50 ms':>7} | {'service/s':>10} {'p50 ms':>7} "
-        f"{'p99 ms':>7} | {'svc/ceil':>8}"
+        f"{'p99 ms':>7} | {'svc/ceil':>8} (median of rounds; lowest-highest)"
     )
     for limit in LIMITS:
         for label in ("first", "deep"):
             key = f"{label}_{limit}"
             ceiling, service = f[f"ceiling_{key}"], f[f"service_{key}"]
-            ratio = service["rps"] / ceiling["per_s"]
-            f[f"ratio_{key}"] = ratio
+            ratios = round_ratios(f, f"service_{key}", f"ceiling_{key}")
+            ratio = f[f"ratio_{key}"] = statistics.median(ratios)
+            f[f"ratio_range_{key}"] = (min(ratios), max(ratios))
             lines.append(
                 f"{key:10} {ceiling['per_s']:10,.0f} {ceiling['p50_ms']:7.2f} | "
                 f"{service['rps']:10,.0f} {service['p50_ms']:7.2f} {service['p99_ms']:7.2f} | "
-                f"{ratio:7.2f}x  {verdict(ratio, TARGETS['page_over_ceiling'], True)}"
+                f"{ratio:7.2f}x  {verdict(ratio, TARGETS['page_over_ceiling'], True)}  "
+                f"{min(ratios):.2f}-{max(ratios):.2f}"
             )
     for limit in LIMITS:
         if f"floor_{limit}" not in f:
@@ -630,6 +721,33 @@ def report(f: dict[str, Any]) -> list[str]:
             f"sending the same body: {framework:,.0f} req/s ({1e6 / framework - 1e6 / floor:,.0f}"
             f" µs a request more than bare ASGI); ceiling + framework = "
             f"{framework_bound:,.0f} pages/s ({framework_bound / ceiling:.2f}x the ceiling)"
+        )
+        if f"unframed_{limit}" not in f:
+            continue
+        # The service's own duties for the page with no framework: what leaving it would give.
+        duties = f[f"unframed_{limit}"]["rps"]
+        ratios = round_ratios(f, f"unframed_{limit}", f"ceiling_first_{limit}")
+        over = f[f"unframed_over_ceiling_{limit}"] = statistics.median(ratios)
+        service_over = statistics.median(
+            round_ratios(f, f"service_first_{limit}", f"unframed_{limit}")
+        )
+        lines.append(
+            f"unframed, limit {limit}: the service's own work for the first page (token, rate "
+            f"limit, page, ETag, log, metrics) as a bare ASGI app on the same server: "
+            f"{duties:,.0f} req/s, {over:.2f}x the ceiling ({min(ratios):.2f}-"
+            f"{max(ratios):.2f}); the service is {service_over:.2f}x of it"
+        )
+        if f"page_only_{limit}" not in f:
+            continue
+        # The same app without the duties: what they cost served.
+        bare = f[f"page_only_{limit}"]["rps"]
+        ratios = round_ratios(f, f"page_only_{limit}", f"ceiling_first_{limit}")
+        over = f[f"page_only_over_ceiling_{limit}"] = statistics.median(ratios)
+        lines.append(
+            f"page only, limit {limit}: the same app without the token lookup, rate limit, "
+            f"ETag, log and metrics: {bare:,.0f} req/s, {over:.2f}x the ceiling "
+            f"({min(ratios):.2f}-{max(ratios):.2f}); those duties cost "
+            f"{1e6 / duties - 1e6 / bare:,.0f} µs a request served"
         )
     for limit in LIMITS:
         for side, key in (("ceiling", "per_s"), ("service", "rps")):
@@ -706,6 +824,9 @@ def main() -> None:
     parser.add_argument("--postgres", help="an admin URL; a scratch database is made and dropped")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--seconds", type=float, default=5.0, help="per measured case")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="slices each case's seconds are measured in"
+    )
     parser.add_argument("--profile-seconds", type=float, default=8.0)
     parser.add_argument("--connections", type=int, default=4, help="concurrent clients")
     parser.add_argument(

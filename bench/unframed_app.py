@@ -1,0 +1,146 @@
+"""The service's own work for one list page, without the framework: the unframed floor.
+
+`bench.ceiling` serves this ASGI app on the same server as `airoi serve` (one uvicorn worker
+pinned to the same core, driven by the same wrk) and drives GET /api/v1/cost_entries?limit=N
+at it, to show what the service's per-request duties cost once no framework stands between
+them and HTTP. It runs the project's own code for each of them, in the service's order:
+
+- the bearer token looked up on a pooled connection (`airoi.auth.authenticate`);
+- the token's rate-limit budget counted (`airoi.ratelimit.RateLimiter`), its headers sent;
+- query names checked against the endpoint's, `limit` read as a whole number in range;
+- the page read and built (`COST_ENTRIES.rows`), encoded by msgspec;
+- the strong ETag (`airoi.conditional.entity_tag`), a request id, one access-log line and
+  the request counted in the metrics (`airoi.observability.Metrics`).
+
+What it leaves out, because the framework does it in the service: routing beyond the one
+path, every other parameter's validation, HEAD, 304 and the SPEC 7 error bodies (a refusal
+here is a bare status). Its body is checked equal to the ceiling's before it is driven.
+
+`page_only` is the same app without the per-request duties: no token lookup (the bench's
+account is read), no rate limit, ETag, log line or metrics; it checks out a connection,
+reads the page and encodes it. The two side by side show what those duties cost served.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+
+from airoi.api.cost_entries import COST_ENTRIES, CostEntryList
+from airoi.auth import authenticate, bearer_secret
+from airoi.conditional import entity_tag
+from airoi.db.engine import make_engine
+from airoi.errors import ApiError
+from airoi.listing import MAX_LIMIT
+from airoi.observability import Metrics, access_log
+from airoi.ratelimit import RateLimiter
+from airoi.settings import Settings
+from airoi.tokens import hash_token
+from bench.make_bundle import ACCOUNT_ID
+
+PATH = "/api/v1/cost_entries"
+QUERY_NAMES = frozenset({"limit", "cursor"})
+
+settings = Settings.from_env()
+engine = make_engine(
+    settings.database_url, read_only=True, statement_timeout_ms=settings.statement_timeout_ms
+)
+limiter = RateLimiter(settings.rate_limit, settings.redis_url)
+metrics = Metrics()
+encoder = msgspec.json.Encoder()
+if not access_log.handlers:  # as `airoi serve` does: one JSON line per request on stderr
+    access_log.addHandler(logging.StreamHandler())
+    access_log.setLevel(logging.INFO)
+    access_log.propagate = False
+
+
+def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], int]:
+    """The body, the rate-limit headers and the account of one request."""
+    authorization = None
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            authorization = value.decode("latin-1")
+    conn = engine.connect()
+    try:
+        account_id, standing = ACCOUNT_ID, None
+        if duties:
+            secret = bearer_secret(authorization)
+            account_id = authenticate(conn, authorization).account_id
+            standing = limiter.hit(hash_token(secret))
+            if standing is not None and not standing.allowed:
+                raise ApiError(429, "Too many requests.")
+        query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+        if any(name not in QUERY_NAMES for name, _ in query):
+            raise ApiError(400, "Unknown query parameter.")
+        values = dict(query)
+        limit_text = values.get("limit", "100")
+        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
+            raise ApiError(400, "The limit parameter is not valid.")
+        page = COST_ENTRIES.rows(
+            conn, account_id, cursor=values.get("cursor"), limit=int(limit_text)
+        )
+        body = encoder.encode(CostEntryList(data=list(page.rows), page=page.info))
+    finally:
+        conn.close()
+    headers = standing.headers() if standing is not None else {}
+    return body, headers, account_id
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await _serve(scope, receive, send, duties=True)
+
+
+async def page_only(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await _serve(scope, receive, send, duties=False)
+
+
+async def _serve(scope: dict[str, Any], receive: Any, send: Any, *, duties: bool) -> None:
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            await send({"type": f"{message['type']}.complete"})
+            if message["type"] == "lifespan.shutdown":
+                return
+    started = time.perf_counter()
+    request_id = uuid.uuid4().hex
+    account_id = None
+    status = 404
+    headers = [(b"x-request-id", request_id.encode())]
+    body = b""
+    if scope["path"] == PATH:
+        try:
+            body, extra, account_id = _page(scope, duties)
+            status = 200
+            headers += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
+            headers.append((b"content-type", b"application/json"))
+            if duties:
+                headers.append((b"etag", entity_tag(body).encode()))
+        except ApiError as exc:
+            status = exc.status
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+    if not duties:
+        return
+    seconds = time.perf_counter() - started
+    metrics.observe(scope["method"], PATH, status, seconds)
+    access_log.info(
+        json.dumps(
+            {
+                "method": scope["method"],
+                "path": scope["path"],
+                "route": PATH,
+                "status": status,
+                "duration_ms": round(seconds * 1000, 3),
+                "account_id": account_id,
+                "request_id": request_id,
+            },
+            separators=(",", ":"),
+        )
+    )
