@@ -596,6 +596,12 @@ def round_ratios(f: dict[str, Any], over: str, under: str) -> list[float]:
     return [a / b for a, b in zip(f[over]["rounds_rps"], f[under]["rounds_rps"], strict=True)]
 
 
+def median_ratio(f: dict[str, Any], over: str, under: str) -> tuple[float, str]:
+    """The median of `round_ratios`, and their lowest and highest as text."""
+    ratios = round_ratios(f, over, under)
+    return statistics.median(ratios), f"{min(ratios):.2f}-{max(ratios):.2f}"
+
+
 def walks(raw: Raw, base: str, args: argparse.Namespace) -> dict[str, Any]:
     """The full walk, the ceiling's then the service's, twice over; the faster of each."""
     ceiling: list[dict[str, float]] = []
@@ -724,30 +730,27 @@ def report(f: dict[str, Any]) -> list[str]:
         )
         if f"unframed_{limit}" not in f:
             continue
-        # The service's own duties for the page with no framework: what leaving it would give.
+        # The service's own duties for the page with no framework: what leaving it would give;
+        # and the same app without them: what they cost served.
         duties = f[f"unframed_{limit}"]["rps"]
-        ratios = round_ratios(f, f"unframed_{limit}", f"ceiling_first_{limit}")
-        over = f[f"unframed_over_ceiling_{limit}"] = statistics.median(ratios)
-        service_over = statistics.median(
-            round_ratios(f, f"service_first_{limit}", f"unframed_{limit}")
-        )
+        over, spread = median_ratio(f, f"unframed_{limit}", f"ceiling_first_{limit}")
+        service_over, _ = median_ratio(f, f"service_first_{limit}", f"unframed_{limit}")
+        f[f"unframed_over_ceiling_{limit}"] = over
         lines.append(
             f"unframed, limit {limit}: the service's own work for the first page (token, rate "
             f"limit, page, ETag, log, metrics) as a bare ASGI app on the same server: "
-            f"{duties:,.0f} req/s, {over:.2f}x the ceiling ({min(ratios):.2f}-"
-            f"{max(ratios):.2f}); the service is {service_over:.2f}x of it"
+            f"{duties:,.0f} req/s, {over:.2f}x the ceiling ({spread}); the service is "
+            f"{service_over:.2f}x of it"
         )
         if f"page_only_{limit}" not in f:
             continue
-        # The same app without the duties: what they cost served.
         bare = f[f"page_only_{limit}"]["rps"]
-        ratios = round_ratios(f, f"page_only_{limit}", f"ceiling_first_{limit}")
-        over = f[f"page_only_over_ceiling_{limit}"] = statistics.median(ratios)
+        over, spread = median_ratio(f, f"page_only_{limit}", f"ceiling_first_{limit}")
+        f[f"page_only_over_ceiling_{limit}"] = over
         lines.append(
             f"page only, limit {limit}: the same app without the token lookup, rate limit, "
-            f"ETag, log and metrics: {bare:,.0f} req/s, {over:.2f}x the ceiling "
-            f"({min(ratios):.2f}-{max(ratios):.2f}); those duties cost "
-            f"{1e6 / duties - 1e6 / bare:,.0f} µs a request served"
+            f"ETag, log and metrics: {bare:,.0f} req/s, {over:.2f}x the ceiling ({spread}); "
+            f"those duties cost {1e6 / duties - 1e6 / bare:,.0f} µs a request served"
         )
     for limit in LIMITS:
         for side, key in (("ceiling", "per_s"), ("service", "rps")):

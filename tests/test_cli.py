@@ -336,33 +336,38 @@ def refusing_api(refusals: int, wait: str) -> Iterator[str]:
         server.server_close()
 
 
+PULL_TOKEN = "airoi_" + "x" * 43
+
+
+def pull_command(base_url: str, target: Path) -> tuple[list[str], dict[str, str]]:
+    """`airoi pull` of `base_url` into `target`, its token given as AIROI_TOKEN."""
+    argv = [sys.executable, "-m", "airoi", "pull", "--base-url", base_url, "--to", str(target)]
+    return argv, {**os.environ, "AIROI_TOKEN": PULL_TOKEN}
+
+
 def test_pull_says_when_it_waits_on_a_429(tmp_path: Path) -> None:
     pytest.importorskip("duckdb")
-    env = {**os.environ, "AIROI_TOKEN": "airoi_" + "x" * 43}
     with refusing_api(refusals=1, wait="1") as base_url:
+        argv, env = pull_command(base_url, tmp_path / "store.duckdb")
         result = subprocess.run(
-            [sys.executable, "-m", "airoi", "pull", "--base-url", base_url,
-             "--to", str(tmp_path / "store.duckdb")],
-            env=env, capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
+            argv, env=env, capture_output=True, text=True, check=False, timeout=60
+        )
     assert result.returncode == 0, result.stderr
     waits = [line for line in result.stderr.splitlines() if line.startswith("Waiting")]
     assert waits == [
         "Waiting 1.0 s before asking again: 429: Too many requests with this token. "
         "(request req-429)"
     ]
-    assert "x" * 43 not in result.stderr + result.stdout
+    assert PULL_TOKEN not in result.stderr + result.stdout
 
 
 def test_pull_interrupted_says_what_stays(tmp_path: Path) -> None:
     pytest.importorskip("duckdb")
-    env = {**os.environ, "AIROI_TOKEN": "airoi_" + "x" * 43}
     with refusing_api(refusals=1_000, wait="30") as base_url:
+        argv, env = pull_command(base_url, tmp_path / "store.duckdb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "airoi", "pull", "--base-url", base_url,
-             "--to", str(tmp_path / "store.duckdb")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         assert process.stderr is not None
         seen = []
         for line in process.stderr:  # the first wait: the pull is inside its walk
