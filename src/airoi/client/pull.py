@@ -189,10 +189,7 @@ class Store:
         if self.fmt == "csv":
             described = self.conn.execute(f"DESCRIBE {_quote(name)}").fetchall()
             self._csv_types[name] = [[row[0], row[1]] for row in described]
-            columns_path = self.target / COLUMNS_FILE
-            temporary = columns_path.with_name(columns_path.name + ".partial")
-            temporary.write_text(json.dumps(self._csv_types, indent=2, sort_keys=True))
-            os.replace(temporary, columns_path)
+            _replace_json(self.target / COLUMNS_FILE, self._csv_types)
 
     def _write_state_file(self) -> None:
         rows = self.conn.execute(
@@ -202,10 +199,7 @@ class Store:
             name: asdict(WalkState(since, walk_since, cursor, walk_max))
             for name, since, walk_since, cursor, walk_max in rows
         }
-        path = self.target / STATE_FILE
-        temporary = path.with_name(path.name + ".partial")
-        temporary.write_text(json.dumps(saved, indent=2, sort_keys=True))
-        os.replace(temporary, path)
+        _replace_json(self.target / STATE_FILE, saved)
 
     def _flush(self, resource: Resource, *, done: bool) -> None:
         """Files only: write the table, then the state that says it holds these rows."""
@@ -320,6 +314,13 @@ class Store:
             return 0
         found = self.conn.execute(f"SELECT count(*) FROM {_quote(name)}").fetchone()
         return int(found[0]) if found else 0
+
+
+def _replace_json(path: Path, value: Any) -> None:
+    """Write `value` as JSON to `path` whole or not at all (a partial file, then a rename)."""
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(json.dumps(value, indent=2, sort_keys=True))
+    os.replace(temporary, path)
 
 
 ProgressHook = Callable[[str, int, bool], None]
