@@ -25,6 +25,8 @@ from airoi.held import holding
 Message = MutableMapping[str, Any]
 # A 304 carries the validators and caching headers of the 200 it stands for, not its body.
 _DROPPED_ON_304 = {b"content-length", b"content-type"}
+# Only a 200 is tagged (and held whole to be).
+_TAGGED: frozenset[int] = frozenset({200})
 
 
 def entity_tag(body: bytes) -> str:
@@ -65,6 +67,6 @@ def conditional_get(app: Litestar, prefix: str) -> None:
             await send({**held, "headers": headers})
             await send({"type": "http.response.body", "body": body, "more_body": False})
 
-        await inner(scope, receive, holding(send, 200, tag_200))
+        await inner(scope, receive, holding(send, _TAGGED, tag_200))
 
     app.asgi_handler = cast(Any, handler)

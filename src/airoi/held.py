@@ -16,10 +16,8 @@ Send = Callable[[Message], Awaitable[None]]
 Finish = Callable[[Message, bytes], Awaitable[None]]
 
 
-def holding(send: Send, status: int | frozenset[int], finish: Finish) -> Send:
-    """`send`, except that an answer of `status` (or of one of them) is handed whole to
-    `finish`."""
-    statuses = frozenset((status,)) if isinstance(status, int) else status
+def holding(send: Send, statuses: frozenset[int], finish: Finish) -> Send:
+    """`send`, except that an answer of one of `statuses` is handed whole to `finish`."""
     held: Message | None = None
     chunks: list[bytes] = []
 

@@ -46,6 +46,8 @@ PLAIN_REFUSALS: Final[dict[int, str]] = {
     413: "The request body is too large.",
     421: "This host name is not served here; AIROI_ALLOWED_HOSTS names the served ones.",
 }
+# The statuses held whole: those, and 400 answers whose JSON-RPC error is fixed.
+_HELD: Final[frozenset[int]] = frozenset(PLAIN_REFUSALS)
 
 
 def fixed_body(body: bytes) -> bytes:
@@ -93,7 +95,7 @@ class FixedTransportErrors:
             await send({**held, "headers": headers})
             await send({"type": "http.response.body", "body": body})
 
-        await self.app(scope, receive, holding(send, frozenset(PLAIN_REFUSALS), send_fixed))
+        await self.app(scope, receive, holding(send, _HELD, send_fixed))
 
 
 def _is_json(start: Message) -> bool:
