@@ -23,7 +23,6 @@ reads the page and encodes it. The two side by side show what those duties cost 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -38,7 +37,7 @@ from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError
 from airoi.listing import MAX_LIMIT
-from airoi.observability import Metrics, access_log
+from airoi.observability import Metrics, access_line, access_log
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
 from airoi.tokens import hash_token
@@ -131,16 +130,5 @@ async def _serve(scope: dict[str, Any], receive: Any, send: Any, *, duties: bool
     seconds = time.perf_counter() - started
     metrics.observe(scope["method"], PATH, status, seconds)
     access_log.info(
-        json.dumps(
-            {
-                "method": scope["method"],
-                "path": scope["path"],
-                "route": PATH,
-                "status": status,
-                "duration_ms": round(seconds * 1000, 3),
-                "account_id": account_id,
-                "request_id": request_id,
-            },
-            separators=(",", ":"),
-        )
+        access_line(scope["method"], scope["path"], PATH, status, seconds, account_id, request_id)
     )
