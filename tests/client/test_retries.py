@@ -32,6 +32,10 @@ def scripted(*responses: httpx.Response) -> tuple[httpx.MockTransport, list[http
     return httpx.MockTransport(handle), seen
 
 
+def refuse_connection(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("connection refused", request=request)
+
+
 def client(transport: httpx.MockTransport, sleeps: list[float], **options: float) -> Client:
     sleep: Callable[[float], None] = sleeps.append
     return Client("http://api.test/api/v1", "secret", sleep=sleep, transport=transport, **options)  # type: ignore[arg-type]
@@ -72,9 +76,6 @@ def test_each_wait_is_told_before_it_starts() -> None:
 
 
 def test_a_wait_for_no_answer_is_told_too() -> None:
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
-
     told: list[AiroiError] = []
     api = Client(
         "http://api.test",
@@ -82,7 +83,7 @@ def test_a_wait_for_no_answer_is_told_too() -> None:
         max_retries=2,
         sleep=lambda _: None,
         on_wait=lambda _, why: told.append(why),
-        transport=httpx.MockTransport(refuse),
+        transport=httpx.MockTransport(refuse_connection),
     )
     with pytest.raises(AiroiError) as refused:
         api.roi()
@@ -178,12 +179,9 @@ def test_non_json_error_and_no_response() -> None:
         None,
     )
 
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
-
     sleeps: list[float] = []
     with pytest.raises(AiroiError) as unreachable:
-        client(httpx.MockTransport(refuse), sleeps, max_retries=2).roi()
+        client(httpx.MockTransport(refuse_connection), sleeps, max_retries=2).roi()
     assert unreachable.value.status == 0
     assert len(sleeps) == 2
 
