@@ -69,9 +69,9 @@ def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], i
     try:
         account_id, standing = ACCOUNT_ID, None
         if duties:
-            token_hash = hash_token(bearer_secret(authorization))
-            account_id = authenticate(conn, token_hash).account_id
-            standing = limiter.hit(token_hash)
+            secret = bearer_secret(authorization)
+            account_id = authenticate(conn, authorization).account_id
+            standing = limiter.hit(hash_token(secret))
             if standing is not None and not standing.allowed:
                 raise ApiError(429, "Too many requests.")
         query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)

@@ -60,10 +60,11 @@ _TOKEN_LOOKUP = Prepared(
 )
 
 
-def authenticate(conn: Connection, token_hash: str, *, now: datetime | None = None) -> Principal:
-    """The principal of the bearer token whose `hash_token` is `token_hash` (the caller
-    hashes it once: the rate limit is keyed by the same hash)."""
-    row = _TOKEN_LOOKUP.first(conn, {"token_hash": token_hash})
+def authenticate(
+    conn: Connection, authorization: str | None, *, now: datetime | None = None
+) -> Principal:
+    secret = bearer_secret(authorization)
+    row = _TOKEN_LOOKUP.first(conn, {"token_hash": hash_token(secret)})
     if row is None:
         raise _unauthorized("The token is not valid.")
     expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row
