@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from airoi.client import AiroiError, Client
-from airoi.client.client import retry_after_seconds
+from airoi.client.client import retry_after_seconds, without_userinfo
 
 OK = {"data": [{"id": 1}], "page": {"has_more": False, "next_cursor": None}}
 
@@ -218,3 +218,30 @@ def test_a_base_url_without_a_scheme_is_not_retried() -> None:
     assert caught.value.status == 0
     assert "is not an http:// or https:// URL" in caught.value.message
     assert sleeps == []
+
+
+def test_a_password_in_the_base_url_is_never_said() -> None:
+    # Standards: a credential never appears in a message, which goes to a terminal or a log.
+    told: list[AiroiError] = []
+    api = Client(
+        "http://reader:pa55word@api.test:8000",
+        "secret",
+        max_retries=1,
+        sleep=lambda _: None,
+        on_wait=lambda _, why: told.append(why),
+        transport=httpx.MockTransport(refuse_connection),
+    )
+    with pytest.raises(AiroiError) as refused:
+        api.roi()
+    said = [why.message for why in told] + [refused.value.message]
+    assert len(said) == 2
+    for message in said:
+        assert "http://api.test:8000/api/v1" in message
+        assert "pa55word" not in message
+        assert "reader" not in message
+
+
+def test_an_address_without_userinfo_is_shown_as_given() -> None:
+    shown = without_userinfo("https://host.example:8443/api/v1?x=1")
+    assert shown == "https://host.example:8443/api/v1?x=1"
+    assert without_userinfo("https://a:b@c@host.example/api/v1") == "https://host.example/api/v1"

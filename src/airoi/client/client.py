@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -174,6 +175,15 @@ class ListResult:
         return arrow_to_pandas(self.to_arrow())
 
 
+def without_userinfo(url: str) -> str:
+    """`url` without the user:password@ of its authority, if it has one: a credential never
+    goes into a message (which ends up on a terminal or in a log)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 class Client:
     """The airoi HTTP API for one token.
 
@@ -203,6 +213,8 @@ class Client:
         if not base.endswith(API_PATH):
             base += API_PATH
         self.base_url = base
+        # What messages name: the address without any user:password@ it was given with.
+        self.shown_url = without_userinfo(base)
         self.max_retries = max_retries
         self.max_wait = max_wait
         self.page_size = page_size
@@ -250,11 +262,11 @@ class Client:
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
                 # A base URL without http:// or https:// fails the same way every time.
                 raise AiroiError(
-                    0, f"{self.base_url} is not an http:// or https:// URL: {exc}"
+                    0, f"{self.shown_url} is not an http:// or https:// URL: {exc}"
                 ) from exc
             except httpx.TransportError as exc:
                 # A GET is safe to repeat; a connection that fails counts as a retry.
-                error = AiroiError(0, f"No response from {self.base_url}: {exc}")
+                error = AiroiError(0, f"No response from {self.shown_url}: {exc}")
                 if attempt >= self.max_retries:
                     raise error from exc
                 delay = self._backoff(attempt)
@@ -279,7 +291,7 @@ class Client:
                 if waited + delay > self.max_wait:
                     raise error
             if waited + delay > self.max_wait:
-                raise AiroiError(0, f"No response from {self.base_url} in {waited:.0f} s.")
+                raise AiroiError(0, f"No response from {self.shown_url} in {waited:.0f} s.")
             if self.on_wait is not None:
                 self.on_wait(delay, error)
             self.sleep(delay)
