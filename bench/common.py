@@ -127,6 +127,15 @@ def serving(url: str, **env: str) -> Iterator[httpx.Client]:
         server.wait()
 
 
+def summary(samples: list[float]) -> dict[str, float]:
+    """Median and p99 of samples in milliseconds."""
+    samples = sorted(samples)
+    return {
+        "p50_ms": statistics.median(samples),
+        "p99_ms": samples[max(int(len(samples) * 0.99) - 1, 0)],
+    }
+
+
 def timed(call: Callable[[], Any], repeats: int) -> dict[str, float]:
     """Median and p99 in milliseconds of `call`, after a short warm-up."""
     samples = []
@@ -135,11 +144,24 @@ def timed(call: Callable[[], Any], repeats: int) -> dict[str, float]:
         call()
         if i >= WARM_UP:
             samples.append((time.perf_counter() - started) * 1000)
-    samples.sort()
-    return {
-        "p50_ms": statistics.median(samples),
-        "p99_ms": samples[max(int(len(samples) * 0.99) - 1, 0)],
-    }
+    return summary(samples)
+
+
+def timed_interleaved(
+    calls: dict[str, Callable[[], Any]], repeats: int
+) -> dict[str, dict[str, float]]:
+    """Each call once per round, the order rotated every round, after a warm-up: a drift in
+    the machine's speed falls on every call alike, so their ratio is the calls' own."""
+    names = list(calls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(repeats + WARM_UP):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            started = time.perf_counter()
+            calls[name]()
+            if i >= WARM_UP:
+                samples[name].append((time.perf_counter() - started) * 1000)
+    return {name: summary(values) for name, values in samples.items()}
 
 
 def ok(response: httpx.Response) -> httpx.Response:

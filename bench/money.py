@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from sqlalchemy.engine import make_url
 
-from bench.common import load, ok, scratch_databases, serving, timed
+from bench.common import load, ok, scratch_databases, serving, timed_interleaved
 from bench.make_bundle import ACCOUNT_ID, write_bundle
 
 TODAY = date(2026, 6, 15)
@@ -85,13 +85,21 @@ TARGETS = {"roi": 2.0, "budgets_100": 3.0}
 
 
 def measure_money(url: str, repeats: int) -> dict[str, dict[str, Any]]:
-    """Each case through `airoi serve` (today fixed) and as its raw SQL: p50, p99, ratio."""
+    """Each case through `airoi serve` (today fixed) and as its raw SQL, the two called in
+    turn: p50, p99, ratio."""
     raw = raw_runner(url)
     figures: dict[str, dict[str, Any]] = {}
     with serving(url, AIROI_TODAY=TODAY.isoformat()) as client:
         for label, path, params, sql in CASES:
-            service = timed(lambda p=path, q=params: ok(client.get(p, params=q)), repeats)
-            direct = timed(lambda s=sql, run=raw: run(s), repeats)
+            # Side by side, call after call: this machine's speed drifts within minutes.
+            timings = timed_interleaved(
+                {
+                    "service": lambda p=path, q=params: ok(client.get(p, params=q)),
+                    "raw": lambda s=sql, run=raw: run(s),
+                },
+                repeats,
+            )
+            service, direct = timings["service"], timings["raw"]
             ratio = service["p50_ms"] / direct["p50_ms"]
             figures[label] = {"service": service, "raw": direct, "ratio": ratio}
     return figures

@@ -32,10 +32,9 @@ import argparse
 import json
 import os
 import random
-import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 from functools import partial
@@ -60,7 +59,7 @@ from airoi.db.engine import make_engine
 from airoi.settings import Settings
 from airoi.tools import search as search_module
 from airoi.tools.service import Pages
-from bench.common import WARM_UP, load, ok, scratch_databases, serving
+from bench.common import WARM_UP, load, ok, scratch_databases, serving, summary, timed_interleaved
 from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, OWNER_ID, _write_array, write_bundle
 
 TODAY = date(2026, 6, 15)
@@ -214,33 +213,6 @@ class RawToolCaller:
 
 def api_get(client: httpx.Client, path: str, params: dict[str, Any]) -> Any:
     return ok(client.get(path, params=params)).json()
-
-
-# timing ------------------------------------------------------------------------------------
-
-
-def summary(samples: list[float]) -> dict[str, float]:
-    samples = sorted(samples)
-    return {
-        "p50_ms": statistics.median(samples),
-        "p99_ms": samples[max(int(len(samples) * 0.99) - 1, 0)],
-    }
-
-
-def timed_interleaved(
-    calls: dict[str, Callable[[], Any]], repeats: int
-) -> dict[str, dict[str, float]]:
-    """Each call once per round, the order rotated every round, after a warm-up."""
-    names = list(calls)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    for i in range(repeats + WARM_UP):
-        shift = i % len(names)
-        for name in names[shift:] + names[:shift]:
-            started = time.perf_counter()
-            calls[name]()
-            if i >= WARM_UP:
-                samples[name].append((time.perf_counter() - started) * 1000)
-    return {name: summary(values) for name, values in samples.items()}
 
 
 def principal_for(url: str) -> tuple[Any, Principal]:
