@@ -2,8 +2,8 @@
 
     python -m bench.ceiling [--cost-entries 1000000] [--initiatives 2000] [--accounts 100]
                             [--value-entries 200000] [--observations 100000] [--postgres URL]
-                            [--json out.json] [--seconds 5] [--rounds 5] [--connections 4]
-                            [--work DIR]
+                            [--json out.json] [--seconds 5] [--rounds 5] [--pairs 200]
+                            [--connections 4] [--work DIR]
 
 The dataset is bench/make_bundle's full one by default: the large account (id 1) with the
 cost entries, value entries, observations and budgeted initiatives asked for, beside
@@ -21,9 +21,12 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
    core 1; an httpx.AsyncClient with the same concurrency when wrk is missing): requests/s,
    p50, p99 of the same four pages, and requests/s over the ceiling's pages/s.
 3. walk: every cost entry of the account at limit 500 by one sequential client following
-   next_cursor, rows/s, against the same walk on the raw driver. The client checks and
-   counts each row without making it a Python object (the ceiling decodes nothing); a
-   second walk makes every row a dict, as a client keeping them would, and is printed too.
+   next_cursor, rows/s, against the same walk on the raw driver, the two in turns of 40
+   pages (each walk's time the sum of its own turns). The client checks and counts each row
+   without making it a Python object (the ceiling decodes nothing); a second walk makes
+   every row a dict, as a client keeping them would, and is printed too.
+3b. deep ÷ first: the first page and the deep one asked alternately, one at a time
+   (`--pairs` each, ceiling and service), the ratio of their median times.
 4. peer (SQLite only): `datasette serve --immutable` on the same file, its table JSON for
    cost_entries?account_id=1&_sort=updated_at&_size=100&_nosuggest=1 (Datasette orders by
    the sort column, then the primary key: updated_at, id), driven like the service.
@@ -78,8 +81,9 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -91,13 +95,14 @@ from sqlalchemy.engine import make_url
 
 from airoi.db.tables import cost_entries
 from airoi.listing import Position, encode_cursor
-from bench.common import free_port, load, schema_head, scratch_databases
+from bench.common import free_port, load, schema_head, scratch_databases, timed_interleaved
 from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, write_bundle
 from bench.money import TODAY, measure_money, money_lines
 
 LIMITS = (100, 500)
 DEPTH = 1_000_000
 WALK_LIMIT = 500
+WALK_BLOCK = 40  # pages a walk goes on before the other's turn
 SERVER_CORE, CLIENT_CORE = 0, 1
 TARGETS = {
     "page_over_ceiling": 0.8,
@@ -359,56 +364,130 @@ class _WalkPage(msgspec.Struct):
     page: _PageInfo
 
 
-def walk_service(base: str, rows_expected: int, *, decode_rows: bool) -> dict[str, float]:
-    """Every cost entry at limit 500, one sequential client following next_cursor; with
-    `decode_rows` it makes every row a dict (orjson), as a client keeping them would.
+class _Walker:
+    """One sequential client of the service on a keep-alive `http.client` connection: it
+    costs a page about a tenth of a millisecond, where httpx cost about a millisecond more
+    (the walk measures the service; wrk drives the other cases for the same reason)."""
 
-    The client is the standard library's keep-alive `http.client`: it costs the walk about
-    a tenth of a millisecond a page, where httpx cost about a millisecond more (the walk
-    measures the service; wrk drives the other cases for the same reason)."""
-    url = httpx.URL(base)
-    connection = http.client.HTTPConnection(url.host, url.port, timeout=60)
-    rows = pages = 0
-    params: dict[str, Any] = {"limit": WALK_LIMIT}
-    decoder = msgspec.json.Decoder(_WalkPage)
-    started = time.perf_counter()
-    try:
-        for _ in range(rows_expected // WALK_LIMIT + 2):
-            connection.request(
-                "GET", f"{url.path}cost_entries?{httpx.QueryParams(params)}", headers=HEADERS
-            )
-            response = connection.getresponse()
-            body = response.read()
-            assert response.status == 200, body[:500]
-            if decode_rows:
-                whole = orjson.loads(body)
-                count, info = len(whole["data"]), _PageInfo(**whole["page"])
-            else:
-                page = decoder.decode(body)
-                count, info = len(page.data), page.page
-            rows += count
-            pages += 1
-            if not info.has_more:
-                break
-            params["cursor"] = info.next_cursor
-    finally:
-        connection.close()
-    seconds = time.perf_counter() - started
-    return {"rows": rows, "pages": pages, "s": seconds, "rows_per_s": rows / seconds}
+    def __init__(self, base: str) -> None:
+        url = httpx.URL(base)
+        self.path = url.path
+        self.connection = http.client.HTTPConnection(url.host, url.port, timeout=60)
+        self.decoder = msgspec.json.Decoder(_WalkPage)
+
+    def get(self, query: str) -> bytes:
+        self.connection.request("GET", f"{self.path}cost_entries?{query}", headers=HEADERS)
+        response = self.connection.getresponse()
+        body = response.read()
+        assert response.status == 200, body[:500]
+        return body
+
+    def page(self, params: dict[str, Any], *, decode_rows: bool) -> tuple[int, _PageInfo]:
+        """A page's row count and page info; with `decode_rows` every row made a dict."""
+        body = self.get(str(httpx.QueryParams(params)))
+        if decode_rows:
+            whole = orjson.loads(body)
+            return len(whole["data"]), _PageInfo(**whole["page"])
+        page = self.decoder.decode(body)
+        return len(page.data), page.page
+
+    def close(self) -> None:
+        self.connection.close()
 
 
-def walk_raw(raw: Raw, rows_expected: int) -> dict[str, float]:
-    rows = pages = 0
+def _ceiling_walk(raw: Raw) -> Iterator[int]:
+    """The ceiling's walk: each page's row count, in turn."""
     after = None
-    started = time.perf_counter()
-    for _ in range(rows_expected // WALK_LIMIT + 2):
+    while True:
         _, after, count = raw.page(WALK_LIMIT, after)
-        rows += count
-        pages += 1
+        yield count
         if after is None:
-            break
-    seconds = time.perf_counter() - started
-    return {"rows": rows, "pages": pages, "s": seconds, "rows_per_s": rows / seconds}
+            return
+
+
+def _service_walk(walker: _Walker, *, decode_rows: bool) -> Iterator[int]:
+    """The service's walk following next_cursor: each page's row count, in turn."""
+    params: dict[str, Any] = {"limit": WALK_LIMIT}
+    while True:
+        count, info = walker.page(params, decode_rows=decode_rows)
+        yield count
+        if not info.has_more:
+            return
+        params["cursor"] = info.next_cursor
+
+
+def walk_side_by_side(
+    raw: Raw, base: str, rows_expected: int, *, decode_rows: bool
+) -> dict[str, dict[str, float]]:
+    """Every cost entry at limit 500, walked by the service's sequential client following
+    next_cursor and by the ceiling on the raw driver, in turns of `WALK_BLOCK` pages each
+    (which goes first swapped every turn). Each walk's time is the sum of its own turns, so a
+    drift in the machine's speed during the walks falls on both alike; a turn is long enough
+    for either to run warm, as on its own. The two must serve the same rows per page and
+    stop at the same place. With `decode_rows` the client makes every row a dict, as a
+    client keeping them would."""
+    walker = _Walker(base)
+    walks = {
+        "ceiling": _ceiling_walk(raw),
+        "service": _service_walk(walker, decode_rows=decode_rows),
+    }
+    counts: dict[str, list[int]] = {side: [] for side in walks}
+    seconds = dict.fromkeys(walks, 0.0)
+    going = sorted(walks)
+    try:
+        for turn in range(rows_expected // (WALK_LIMIT * WALK_BLOCK) + 2):
+            for side in going if turn % 2 == 0 else going[::-1]:
+                with pinned(SERVER_CORE) if side == "ceiling" else nullcontext():
+                    started = time.perf_counter()
+                    pages = list(islice(walks[side], WALK_BLOCK))
+                    seconds[side] += time.perf_counter() - started
+                counts[side] += pages
+            if all(len(c) < (turn + 1) * WALK_BLOCK for c in counts.values()):
+                break
+    finally:
+        walker.close()
+    assert counts["service"] == counts["ceiling"], "the walks served different pages"
+    rows, pages = sum(counts["service"]), len(counts["service"])
+    return {
+        side: {"rows": rows, "pages": pages, "s": s, "rows_per_s": rows / s}
+        for side, s in seconds.items()
+    }
+
+
+def deep_over_first(
+    raw: Raw, base: str, deep: tuple[Any, int], cursor: str, pairs: int
+) -> dict[str, float]:
+    """The time of the deep page over the first's, each limit, ceiling and service: the two
+    asked for alternately, one at a time (the service over one keep-alive connection), `pairs`
+    times after a warm-up; the ratio of the medians. Side by side, request after request, the
+    ratio is the pages' own rather than the machine's drift between two measured slices."""
+    walker = _Walker(base)
+    figures: dict[str, float] = {}
+    try:
+        for limit in LIMITS:
+            first_query = str(httpx.QueryParams({"limit": limit}))
+            deep_query = str(httpx.QueryParams({"limit": limit, "cursor": cursor}))
+            calls: dict[str, Callable[[], Any]] = {
+                "service_first": lambda q=first_query: walker.get(q),
+                "service_deep": lambda q=deep_query: walker.get(q),
+            }
+            times = timed_interleaved(calls, pairs)
+            with pinned(SERVER_CORE):
+                times |= timed_interleaved(
+                    {
+                        "ceiling_first": lambda n=limit: raw.page(n, None),
+                        "ceiling_deep": lambda n=limit: raw.page(n, deep),
+                    },
+                    pairs,
+                )
+            for side in ("ceiling", "service"):
+                first, later = times[f"{side}_first"], times[f"{side}_deep"]
+                figures[f"{side}_{limit}"] = later["p50_ms"] / first["p50_ms"]
+                figures[f"{side}_{limit}_first_p50_ms"] = first["p50_ms"]
+                figures[f"{side}_{limit}_deep_p50_ms"] = later["p50_ms"]
+    finally:
+        walker.close()
+    return figures
 
 
 # ---------------------------------------------------------------- the profile
@@ -538,6 +617,7 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
         for limit in LIMITS:
             urls.update(servers.enter_context(floors(raw.page(limit, None)[0], work, limit)))
         figures.update(interleaved(raw, cases, urls, args))
+        figures["deep_over_first"] = deep_over_first(raw, base, deep, cursor, args.pairs)
         figures.update(walks(raw, base, args))
         figures["peak_rss_mb"] = peak_rss_mb(pid)
         figures["profile"] = profile(
@@ -603,17 +683,14 @@ def median_ratio(f: dict[str, Any], over: str, under: str) -> tuple[float, str]:
 
 
 def walks(raw: Raw, base: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The full walk, the ceiling's then the service's, twice over; the faster of each."""
-    ceiling: list[dict[str, float]] = []
-    service: list[dict[str, float]] = []
-    for _ in range(2):
-        with pinned(SERVER_CORE):
-            ceiling.append(walk_raw(raw, args.cost_entries))
-        service.append(walk_service(base, args.cost_entries, decode_rows=False))
+    """The full walk side by side with the ceiling's; then again, the client making dicts."""
+    plain = walk_side_by_side(raw, base, args.cost_entries, decode_rows=False)
+    decoded = walk_side_by_side(raw, base, args.cost_entries, decode_rows=True)
     return {
-        "ceiling_walk": max(ceiling, key=lambda w: w["rows_per_s"]),
-        "service_walk": max(service, key=lambda w: w["rows_per_s"]),
-        "service_walk_decoded": walk_service(base, args.cost_entries, decode_rows=True),
+        "ceiling_walk": plain["ceiling"],
+        "service_walk": plain["service"],
+        "ceiling_walk_decoded": decoded["ceiling"],
+        "service_walk_decoded": decoded["service"],
     }
 
 
@@ -752,29 +829,34 @@ def report(f: dict[str, Any]) -> list[str]:
             f"ETag, log and metrics: {bare:,.0f} req/s, {over:.2f}x the ceiling ({spread}); "
             f"those duties cost {1e6 / duties - 1e6 / bare:,.0f} µs a request served"
         )
+    alternating = f["deep_over_first"]
     for limit in LIMITS:
         for side, key in (("ceiling", "per_s"), ("service", "rps")):
-            first, deep = f[f"{side}_first_{limit}"][key], f[f"{side}_deep_{limit}"][key]
-            slower = first / deep
+            # The target's figure: page times asked alternately. Beside it, the same from the
+            # rates of the rounds, where the two were measured slices apart.
+            slower = alternating[f"{side}_{limit}"]
+            in_rounds = f[f"{side}_first_{limit}"][key] / f[f"{side}_deep_{limit}"][key]
             f[f"{side}_deep_over_first_{limit}"] = slower
+            f[f"{side}_deep_over_first_rounds_{limit}"] = in_rounds
             lines.append(
-                f"deep/first time, {side} limit {limit}: {slower:.2f}x  "
-                f"{verdict(slower, TARGETS['deep_over_first'], False)}"
+                f"deep/first time, {side} limit {limit}: "
+                f"{alternating[f'{side}_{limit}_deep_p50_ms']:.2f} / "
+                f"{alternating[f'{side}_{limit}_first_p50_ms']:.2f} ms = {slower:.2f}x  "
+                f"{verdict(slower, TARGETS['deep_over_first'], False)} (p50s of pages asked "
+                f"alternately; from the rounds' rates {in_rounds:.2f}x)"
             )
-    walk, ceiling_walk = f["service_walk"], f["ceiling_walk"]
-    f["walk_over_ceiling"] = walk["rows_per_s"] / ceiling_walk["rows_per_s"]
-    lines.append(
-        f"walk limit {WALK_LIMIT}: service {walk['rows']:,} rows in {walk['s']:.1f} s = "
-        f"{walk['rows_per_s']:,.0f} rows/s; ceiling {ceiling_walk['rows_per_s']:,.0f} rows/s "
-        f"({ceiling_walk['s']:.1f} s); {f['walk_over_ceiling']:.2f}x  "
-        f"{verdict(f['walk_over_ceiling'], TARGETS['walk_over_ceiling'], True)}"
-    )
-    if "service_walk_decoded" in f:
-        decoded = f["service_walk_decoded"]
-        f["walk_decoded_over_ceiling"] = decoded["rows_per_s"] / ceiling_walk["rows_per_s"]
+    for label, suffix, what in (
+        ("walk", "", f"walk limit {WALK_LIMIT}"),
+        ("walk_decoded", "_decoded", "walk again, the client making every row a dict"),
+    ):
+        walk, ceiling_walk = f[f"service_walk{suffix}"], f[f"ceiling_walk{suffix}"]
+        ratio = f[f"{label}_over_ceiling"] = walk["rows_per_s"] / ceiling_walk["rows_per_s"]
+        target = "" if suffix else f"  {verdict(ratio, TARGETS['walk_over_ceiling'], True)}"
         lines.append(
-            f"walk again, the client making every row a dict: {decoded['rows_per_s']:,.0f} "
-            f"rows/s ({decoded['s']:.1f} s); {f['walk_decoded_over_ceiling']:.2f}x"
+            f"{what}: service {walk['rows']:,} rows in {walk['s']:.1f} s = "
+            f"{walk['rows_per_s']:,.0f} rows/s; ceiling, page by page beside it, "
+            f"{ceiling_walk['rows_per_s']:,.0f} rows/s ({ceiling_walk['s']:.1f} s); "
+            f"{ratio:.2f}x{target}"
         )
     if "datasette" in f:
         d = f["datasette"]
@@ -829,6 +911,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="per measured case")
     parser.add_argument(
         "--rounds", type=int, default=5, help="slices each case's seconds are measured in"
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=200, help="first and deep pages asked alternately, each"
     )
     parser.add_argument("--profile-seconds", type=float, default=8.0)
     parser.add_argument("--connections", type=int, default=4, help="concurrent clients")
