@@ -854,7 +854,7 @@ def report(f: dict[str, Any]) -> list[str]:
         target = "" if suffix else f"  {verdict(ratio, TARGETS['walk_over_ceiling'], True)}"
         lines.append(
             f"{what}: service {walk['rows']:,} rows in {walk['s']:.1f} s = "
-            f"{walk['rows_per_s']:,.0f} rows/s; ceiling, page by page beside it, "
+            f"{walk['rows_per_s']:,.0f} rows/s; ceiling, in turns beside it, "
             f"{ceiling_walk['rows_per_s']:,.0f} rows/s ({ceiling_walk['s']:.1f} s); "
             f"{ratio:.2f}x{target}"
         )
@@ -875,7 +875,7 @@ def report(f: dict[str, Any]) -> list[str]:
     if "money" in f:
         lines.append(
             f"/roi and /budgets on the same account against their raw SQL (today {TODAY}, "
-            "p50 of sequential requests):"
+            "p50 of requests, the two called in turn):"
         )
         lines += money_lines(f["money"])
     lines.append(
