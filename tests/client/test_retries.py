@@ -75,19 +75,26 @@ def test_each_wait_is_told_before_it_starts() -> None:
     assert sleeps == [2.0, 1.0]
 
 
-def test_a_wait_for_no_answer_is_told_too() -> None:
+def unanswered(base_url: str, max_retries: int) -> tuple[list[AiroiError], AiroiError]:
+    """What a client of `base_url` whose every connection is refused is told before each wait,
+    and the error it finally raises."""
     told: list[AiroiError] = []
     api = Client(
-        "http://api.test",
+        base_url,
         "secret",
-        max_retries=2,
+        max_retries=max_retries,
         sleep=lambda _: None,
         on_wait=lambda _, why: told.append(why),
         transport=httpx.MockTransport(refuse_connection),
     )
     with pytest.raises(AiroiError) as refused:
         api.roi()
-    assert refused.value.status == 0
+    return told, refused.value
+
+
+def test_a_wait_for_no_answer_is_told_too() -> None:
+    told, refused = unanswered("http://api.test", max_retries=2)
+    assert refused.status == 0
     assert [(why.status, "connection refused" in why.message) for why in told] == [(0, True)] * 2
 
 
@@ -222,18 +229,8 @@ def test_a_base_url_without_a_scheme_is_not_retried() -> None:
 
 def test_a_password_in_the_base_url_is_never_said() -> None:
     # Standards: a credential never appears in a message, which goes to a terminal or a log.
-    told: list[AiroiError] = []
-    api = Client(
-        "http://reader:pa55word@api.test:8000",
-        "secret",
-        max_retries=1,
-        sleep=lambda _: None,
-        on_wait=lambda _, why: told.append(why),
-        transport=httpx.MockTransport(refuse_connection),
-    )
-    with pytest.raises(AiroiError) as refused:
-        api.roi()
-    said = [why.message for why in told] + [refused.value.message]
+    told, refused = unanswered("http://reader:pa55word@api.test:8000", max_retries=1)
+    said = [why.message for why in told] + [refused.message]
     assert len(said) == 2
     for message in said:
         assert "http://api.test:8000/api/v1" in message
