@@ -83,6 +83,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from datetime import datetime
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -439,9 +440,9 @@ def walk_side_by_side(
             for side in going if turn % 2 == 0 else going[::-1]:
                 with pinned(SERVER_CORE) if side == "ceiling" else nullcontext():
                     started = time.perf_counter()
-                    pages = list(islice(walks[side], WALK_BLOCK))
+                    turn_pages = list(islice(walks[side], WALK_BLOCK))
                     seconds[side] += time.perf_counter() - started
-                counts[side] += pages
+                counts[side] += turn_pages
             if all(len(c) < (turn + 1) * WALK_BLOCK for c in counts.values()):
                 break
     finally:
@@ -467,19 +468,17 @@ def deep_over_first(
         for limit in LIMITS:
             first_query = str(httpx.QueryParams({"limit": limit}))
             deep_query = str(httpx.QueryParams({"limit": limit, "cursor": cursor}))
-            calls: dict[str, Callable[[], Any]] = {
-                "service_first": lambda q=first_query: walker.get(q),
-                "service_deep": lambda q=deep_query: walker.get(q),
+            service: dict[str, Callable[[], Any]] = {
+                "service_first": partial(walker.get, first_query),
+                "service_deep": partial(walker.get, deep_query),
             }
-            times = timed_interleaved(calls, pairs)
+            times = timed_interleaved(service, pairs)
+            ceiling: dict[str, Callable[[], Any]] = {
+                "ceiling_first": partial(raw.page, limit, None),
+                "ceiling_deep": partial(raw.page, limit, deep),
+            }
             with pinned(SERVER_CORE):
-                times |= timed_interleaved(
-                    {
-                        "ceiling_first": lambda n=limit: raw.page(n, None),
-                        "ceiling_deep": lambda n=limit: raw.page(n, deep),
-                    },
-                    pairs,
-                )
+                times |= timed_interleaved(ceiling, pairs)
             for side in ("ceiling", "service"):
                 first, later = times[f"{side}_first"], times[f"{side}_deep"]
                 figures[f"{side}_{limit}"] = later["p50_ms"] / first["p50_ms"]

@@ -17,9 +17,11 @@ import sqlite3
 import tempfile
 from collections.abc import Callable
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 from sqlalchemy.engine import make_url
 
@@ -84,6 +86,10 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
 TARGETS = {"roi": 2.0, "budgets_100": 3.0}
 
 
+def _get(client: httpx.Client, path: str, params: dict[str, Any]) -> httpx.Response:
+    return ok(client.get(path, params=params))
+
+
 def measure_money(url: str, repeats: int) -> dict[str, dict[str, Any]]:
     """Each case through `airoi serve` (today fixed) and as its raw SQL, the two called in
     turn: p50, p99, ratio."""
@@ -92,13 +98,11 @@ def measure_money(url: str, repeats: int) -> dict[str, dict[str, Any]]:
     with serving(url, AIROI_TODAY=TODAY.isoformat()) as client:
         for label, path, params, sql in CASES:
             # Side by side, call after call: this machine's speed drifts within minutes.
-            timings = timed_interleaved(
-                {
-                    "service": lambda p=path, q=params: ok(client.get(p, params=q)),
-                    "raw": lambda s=sql, run=raw: run(s),
-                },
-                repeats,
-            )
+            calls: dict[str, Callable[[], Any]] = {
+                "service": partial(_get, client, path, params),
+                "raw": partial(raw, sql),
+            }
+            timings = timed_interleaved(calls, repeats)
             service, direct = timings["service"], timings["raw"]
             ratio = service["p50_ms"] / direct["p50_ms"]
             figures[label] = {"service": service, "raw": direct, "ratio": ratio}
