@@ -238,7 +238,16 @@ def test_a_password_in_the_base_url_is_never_said() -> None:
         assert "reader" not in message
 
 
-def test_an_address_without_userinfo_is_shown_as_given() -> None:
-    shown = without_userinfo("https://host.example:8443/api/v1?x=1")
-    assert shown == "https://host.example:8443/api/v1?x=1"
-    assert without_userinfo("https://a:b@c@host.example/api/v1") == "https://host.example/api/v1"
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ("https://host.example:8443/api/v1?x=1", "https://host.example:8443/api/v1?x=1"),
+        ("https://a:b@c@host.example/api/v1", "https://host.example/api/v1"),
+        ("http://host.example/api/v1?next=a@b", "http://host.example/api/v1?next=a@b"),
+        ("reader:pw@localhost:8000/api/v1", "localhost:8000/api/v1"),
+        # No parser takes it, and it still must not be said with its password.
+        ("http://reader:pw@[bad/api/v1", "http://[bad/api/v1"),
+    ],
+)
+def test_an_address_is_shown_without_its_userinfo(given: str, shown: str) -> None:
+    assert without_userinfo(given) == shown

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -177,11 +176,17 @@ class ListResult:
 
 def without_userinfo(url: str) -> str:
     """`url` without the user:password@ of its authority, if it has one: a credential never
-    goes into a message (which ends up on a terminal or in a log)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
+    goes into a message (which ends up on a terminal or in a log). Read as text, so that an
+    address no parser accepts (a message is often about one) is shown too, never refused."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        scheme, rest = "", url
+    ends = [at for at in (rest.find(mark) for mark in "/?#") if at >= 0]
+    end = min(ends, default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
         return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return f"{scheme}{separator}{authority.rpartition('@')[2]}{rest[end:]}"
 
 
 class Client:
