@@ -345,6 +345,17 @@ def pull_command(base_url: str, target: Path) -> tuple[list[str], dict[str, str]
     return argv, {**os.environ, "AIROI_TOKEN": PULL_TOKEN}
 
 
+def test_pull_of_a_base_url_that_cannot_be_asked_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    argv, env = pull_command("http://reader:pa55word@host:port/api/v1", tmp_path / "s.duckdb")
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "Pull stopped: http://host:port/api/v1 is not a URL that can be asked."
+    )
+    assert not (tmp_path / "s.duckdb").exists()
+
+
 def test_pull_says_when_it_waits_on_a_429(tmp_path: Path) -> None:
     pytest.importorskip("duckdb")
     with refusing_api(refusals=1, wait="1") as base_url:

@@ -418,10 +418,12 @@ def pull(
         )
 
     started = time.perf_counter()
-    with (
-        Client(base_url, token, on_wait=waiting) as client,
-        Progress(*columns, console=err) as progress,
-    ):
+    try:
+        client = Client(base_url, token, on_wait=waiting)
+    except AiroiError as exc:
+        err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    with client, Progress(*columns, console=err) as progress:
         tasks = {r.name: progress.add_task(r.name, total=None, state="") for r in RESOURCES}
 
         def advance(name: str, rows: int, done: bool) -> None:

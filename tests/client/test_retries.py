@@ -228,7 +228,7 @@ def test_a_base_url_without_a_scheme_is_not_retried() -> None:
 
 
 def test_a_password_in_the_base_url_is_never_said() -> None:
-    # Standards: a credential never appears in a message, which goes to a terminal or a log.
+    # A credential never appears in a message, which goes to a terminal or a log.
     told, refused = unanswered("http://reader:pa55word@api.test:8000", max_retries=1)
     said = [why.message for why in told] + [refused.message]
     assert len(said) == 2
@@ -247,7 +247,21 @@ def test_a_password_in_the_base_url_is_never_said() -> None:
         ("reader:pw@localhost:8000/api/v1", "localhost:8000/api/v1"),
         # No parser takes it, and it still must not be said with its password.
         ("http://reader:pw@[bad/api/v1", "http://[bad/api/v1"),
+        # No scheme, and a "://" only in the query.
+        ("reader:pw@host/?next=http://a@b", "host/?next=http://a@b"),
     ],
 )
 def test_an_address_is_shown_without_its_userinfo(given: str, shown: str) -> None:
     assert without_userinfo(given) == shown
+
+
+@pytest.mark.parametrize(
+    "base_url", ["reader:pa55word@host:8000", "http://reader:pa55word@host:port/api/v1"]
+)
+def test_a_base_url_that_cannot_be_asked_is_said_without_its_password(base_url: str) -> None:
+    with pytest.raises(AiroiError) as refused:
+        Client(base_url, "secret", sleep=lambda _: None, max_retries=0).roi()
+    assert refused.value.status == 0
+    assert "host" in refused.value.message
+    assert "pa55word" not in refused.value.message
+    assert "reader" not in refused.value.message

@@ -179,8 +179,9 @@ def without_userinfo(url: str) -> str:
     goes into a message (which ends up on a terminal or in a log). Read as text, so that an
     address no parser accepts (a message is often about one) is shown too, never refused."""
     scheme, separator, rest = url.partition("://")
-    if not separator:
-        scheme, rest = "", url
+    if not separator or any(mark in scheme for mark in "/?#@"):
+        # No scheme: a "://" further on (in a query, say) is not one.
+        scheme, separator, rest = "", "", url
     ends = [at for at in (rest.find(mark) for mark in "/?#") if at >= 0]
     end = min(ends, default=len(rest))
     authority = rest[:end]
@@ -227,12 +228,15 @@ class Client:
         self.sleep = sleep if sleep is not None else self._wait
         self.on_wait = on_wait
         self.requests_sent = 0
-        self._http = httpx.Client(
-            base_url=base,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-            timeout=timeout,
-            transport=transport,
-        )
+        try:
+            self._http = httpx.Client(
+                base_url=base,
+                headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+                timeout=timeout,
+                transport=transport,
+            )
+        except httpx.InvalidURL as exc:  # a port that is not a number, say
+            raise AiroiError(0, f"{self.shown_url} is not a URL that can be asked.") from exc
 
     def close(self) -> None:
         self._closed.set()  # ends a wait in progress, in whichever thread it is
@@ -265,10 +269,9 @@ class Client:
             try:
                 response = self._http.get(path, params=dict(params or {}))
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-                # A base URL without http:// or https:// fails the same way every time.
-                raise AiroiError(
-                    0, f"{self.shown_url} is not an http:// or https:// URL: {exc}"
-                ) from exc
+                # A base URL without http:// or https:// fails the same way every time. The
+                # error's own text is left out: it can quote what stood before an "@".
+                raise AiroiError(0, f"{self.shown_url} is not an http:// or https:// URL.") from exc
             except httpx.TransportError as exc:
                 # A GET is safe to repeat; a connection that fails counts as a retry.
                 error = AiroiError(0, f"No response from {self.shown_url}: {exc}")
