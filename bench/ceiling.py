@@ -23,8 +23,8 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
 3. walk: every cost entry of the account at limit 500 by one sequential client following
    next_cursor, rows/s, against the same walk on the raw driver, the two in turns of 40
    pages (each walk's time the sum of its own turns). The client checks and counts each row
-   without making it a Python object (the ceiling decodes nothing); a second walk makes
-   every row a dict, as a client keeping them would, and is printed too.
+   without making it a Python object (the ceiling decodes nothing); a second pair of walks
+   has the client make every row a dict, as a client keeping them would.
 3b. deep ÷ first: the first page and the deep one asked alternately, one at a time
    (`--pairs` each, ceiling and service), the ratio of their median times.
 4. peer (SQLite only): `datasette serve --immutable` on the same file, its table JSON for
@@ -81,7 +81,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, nullcontext, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime
 from functools import partial
 from itertools import islice
@@ -438,7 +438,7 @@ def walk_side_by_side(
     try:
         for turn in range(rows_expected // (WALK_LIMIT * WALK_BLOCK) + 2):
             for side in going if turn % 2 == 0 else going[::-1]:
-                with pinned(SERVER_CORE) if side == "ceiling" else nullcontext():
+                with pinned(SERVER_CORE if side == "ceiling" else CLIENT_CORE):
                     started = time.perf_counter()
                     turn_pages = list(islice(walks[side], WALK_BLOCK))
                     seconds[side] += time.perf_counter() - started
@@ -472,7 +472,8 @@ def deep_over_first(
                 "service_first": partial(walker.get, first_query),
                 "service_deep": partial(walker.get, deep_query),
             }
-            times = timed_interleaved(service, pairs)
+            with pinned(CLIENT_CORE):
+                times = timed_interleaved(service, pairs)
             ceiling: dict[str, Callable[[], Any]] = {
                 "ceiling_first": partial(raw.page, limit, None),
                 "ceiling_deep": partial(raw.page, limit, deep),
@@ -925,6 +926,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.cost_entries < 2 * max(LIMITS) + 2:
         parser.error(f"--cost-entries must be at least {2 * max(LIMITS) + 2}")
+    if args.pairs < 1:
+        parser.error("--pairs must be at least 1")
     if args.accounts < 1:
         parser.error("--accounts must be at least 1 (the large account)")
     work = args.work or Path(tempfile.mkdtemp(prefix="airoi-bench-"))
