@@ -5,7 +5,7 @@ pinned to the same core, driven by the same wrk) and drives GET /api/v1/cost_ent
 at it, to show what the service's per-request duties cost once no framework stands between
 them and HTTP. It runs the project's own code for each of them, in the service's order:
 
-- the bearer token looked up on a pooled connection (`airoi.auth.authenticate`);
+- the bearer token's hash looked up on a pooled connection (`airoi.auth.principal_of`);
 - the token's rate-limit budget counted (`airoi.ratelimit.RateLimiter`), its headers sent;
 - query names checked against the endpoint's, `limit` read as a whole number in range;
 - the page read and built (`COST_ENTRIES.rows`), encoded by msgspec;
@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from airoi.api.cost_entries import COST_ENTRIES, CostEntryList
-from airoi.auth import authenticate, bearer_secret
+from airoi.auth import bearer_secret, principal_of
 from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError
@@ -69,9 +69,9 @@ def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], i
     try:
         account_id, standing = ACCOUNT_ID, None
         if duties:
-            secret = bearer_secret(authorization)
-            account_id = authenticate(conn, authorization).account_id
-            standing = limiter.hit(hash_token(secret))
+            token_hash = hash_token(bearer_secret(authorization))
+            account_id = principal_of(conn, token_hash).account_id
+            standing = limiter.hit(token_hash)
             if standing is not None and not standing.allowed:
                 raise ApiError(429, "Too many requests.")
         query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)

@@ -63,8 +63,12 @@ _TOKEN_LOOKUP = Prepared(
 def authenticate(
     conn: Connection, authorization: str | None, *, now: datetime | None = None
 ) -> Principal:
-    secret = bearer_secret(authorization)
-    row = _TOKEN_LOOKUP.first(conn, {"token_hash": hash_token(secret)})
+    return principal_of(conn, hash_token(bearer_secret(authorization)), now=now)
+
+
+def principal_of(conn: Connection, token_hash: str, *, now: datetime | None = None) -> Principal:
+    """Who holds the token with this hash (401 or 403 when it cannot read, SEMANTICS R29)."""
+    row = _TOKEN_LOOKUP.first(conn, {"token_hash": token_hash})
     if row is None:
         raise _unauthorized("The token is not valid.")
     expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row
