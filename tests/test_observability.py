@@ -18,6 +18,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine
 
 from airoi.app import create_app
+from airoi.observability import UNMATCHED_ROUTE, access_line
 from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
@@ -144,6 +145,23 @@ def test_one_access_line_per_request_without_secrets(
         *query_values,
     ]:
         assert forbidden not in airoi_text, forbidden
+
+
+@pytest.mark.parametrize("path", ['/api/v1/x"\\\ny', '/api/v1/x"\\\ny\u00e9\u2028\x85'])
+def test_an_access_line_is_one_line_of_json_whatever_the_path_holds(path: str) -> None:
+    # A path is the client's text: a quote, a backslash, a line break of any kind or a
+    # non-ASCII letter in it must neither end the line early nor break the JSON.
+    line = access_line("GET", path, UNMATCHED_ROUTE, 404, 0.0012345, None, "r-1")
+    assert len(line.splitlines()) == 1 and line.isascii()
+    assert list(json.loads(line).items()) == [
+        ("method", "GET"),
+        ("path", path),
+        ("route", UNMATCHED_ROUTE),
+        ("status", 404),
+        ("duration_ms", 1.234),
+        ("account_id", None),
+        ("request_id", "r-1"),
+    ]
 
 
 def test_metrics_count_requests_by_route_template_and_status(
