@@ -63,8 +63,9 @@ def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], i
     """The body, the rate-limit headers and the account of one request."""
     authorization = None
     for name, value in scope["headers"]:
-        if name == b"authorization":
+        if name == b"authorization":  # the first, as the service reads it
             authorization = value.decode("latin-1")
+            break
     conn = engine.connect()
     try:
         account_id, standing = ACCOUNT_ID, None

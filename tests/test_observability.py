@@ -147,10 +147,12 @@ def test_one_access_line_per_request_without_secrets(
         assert forbidden not in airoi_text, forbidden
 
 
-@pytest.mark.parametrize("path", ['/api/v1/x"\\\ny', '/api/v1/x"\\\ny\u00e9\u2028\x85'])
+@pytest.mark.parametrize(
+    "path", ['/api/v1/x"\\\ny', '/api/v1/x"\\\ny\u00e9\u2028\x85', "/api/v1/\ud800"]
+)
 def test_an_access_line_is_one_line_of_json_whatever_the_path_holds(path: str) -> None:
-    # A path is the client's text: a quote, a backslash, a line break of any kind or a
-    # non-ASCII letter in it must neither end the line early nor break the JSON.
+    # A path is the client's text: a quote, a backslash, a line break of any kind, a non-ASCII
+    # letter or a lone surrogate in it must neither end the line early nor break the JSON.
     line = access_line("GET", path, UNMATCHED_ROUTE, 404, 0.0012345, None, "r-1")
     assert len(line.splitlines()) == 1 and line.isascii()
     assert list(json.loads(line).items()) == [

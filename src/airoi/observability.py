@@ -185,10 +185,15 @@ def access_line(
     """The access log's JSON line for one request: never a query value, a token, an e-mail
     address or a credential (SEMANTICS R15)."""
     line = AccessLine(method, path, route, status, round(seconds * 1000, 3), account_id, request_id)
-    text = _encode_line(line).decode()
+    try:
+        text = _encode_line(line).decode()
+        if text.isascii():
+            return text
+    except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
+        pass
     # Kept ASCII, as the line always was: a client's path can carry U+2028 or NEL, which a
     # reader splitting on every line break would cut the line at (rare: escaped the slow way).
-    return text if text.isascii() else json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
+    return json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
 
 
 def observe(app: Litestar, metrics: Metrics) -> None:
