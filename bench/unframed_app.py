@@ -5,7 +5,7 @@ pinned to the same core, driven by the same wrk) and drives GET /api/v1/cost_ent
 at it, to show what the service's per-request duties cost once no framework stands between
 them and HTTP. It runs the project's own code for each of them, in the service's order:
 
-- the bearer token's hash looked up on a pooled connection (`airoi.auth.principal_of`);
+- the bearer token looked up on a pooled connection (`airoi.auth.authenticate`);
 - the token's rate-limit budget counted (`airoi.ratelimit.RateLimiter`), its headers sent;
 - query names checked against the endpoint's, `limit` read as a whole number in range;
 - the page read and built (`COST_ENTRIES.rows`), encoded by msgspec;
@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from airoi.api.cost_entries import COST_ENTRIES, CostEntryList
-from airoi.auth import bearer_secret, principal_of
+from airoi.auth import authenticate, authorization_of, bearer_secret
 from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError
@@ -61,18 +61,14 @@ if not access_log.handlers:  # as `airoi serve` does: one JSON line per request 
 
 def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], int]:
     """The body, the rate-limit headers and the account of one request."""
-    authorization = None
-    for name, value in scope["headers"]:
-        if name == b"authorization":  # the first, as the service reads it
-            authorization = value.decode("latin-1")
-            break
+    authorization = authorization_of(scope)
     conn = engine.connect()
     try:
         account_id, standing = ACCOUNT_ID, None
         if duties:
-            token_hash = hash_token(bearer_secret(authorization))
-            account_id = principal_of(conn, token_hash).account_id
-            standing = limiter.hit(token_hash)
+            secret = bearer_secret(authorization)
+            account_id = authenticate(conn, authorization).account_id
+            standing = limiter.hit(hash_token(secret))
             if standing is not None and not standing.allowed:
                 raise ApiError(429, "Too many requests.")
         query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)

@@ -206,16 +206,16 @@ def test_a_slow_query_is_cut_and_answered_503(
     token = b.token(b.user(b.account(), role="owner"))
     b.load(engine)
     client = app_client(Settings(database_url=db_url, statement_timeout_ms=100))
-    real_principal_of = airoi.app.principal_of
+    real_authenticate = airoi.app.authenticate
 
-    def slow_principal_of(conn: Connection, token_hash: str) -> Principal:
+    def slow_authenticate(conn: Connection, authorization: str | None) -> Principal:
         slow_query(conn)
-        return real_principal_of(conn, token_hash)
+        return real_authenticate(conn, authorization)
 
-    monkeypatch.setattr(airoi.app, "principal_of", slow_principal_of)
+    monkeypatch.setattr(airoi.app, "authenticate", slow_authenticate)
     message = assert_503(client.get("/api/v1/initiatives", headers=bearer(token)))
     assert "longer than the service allows" in message
-    monkeypatch.setattr(airoi.app, "principal_of", real_principal_of)
+    monkeypatch.setattr(airoi.app, "authenticate", real_authenticate)
     # The connection the timeout cut is usable again (or replaced): the next request reads.
     for _ in range(3):
         assert client.get("/api/v1/initiatives", headers=bearer(token)).status_code == 200

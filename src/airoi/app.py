@@ -45,7 +45,7 @@ from airoi.api import (
     value_entries,
 )
 from airoi.api.common import provide_db, provide_principal, provide_today
-from airoi.auth import bearer_secret, principal_of
+from airoi.auth import authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.db.engine import make_engine
 from airoi.db.migrate import require_current_schema
@@ -103,17 +103,18 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         engine: Engine = connection.app.state.engine
         # SEMANTICS R29: no token, or no bearer one, is a 401 before the store is asked (with
         # the store away it would otherwise be a 503).
-        token_hash = hash_token(bearer_secret(authorization_of(connection.scope)))
+        authorization = authorization_of(connection.scope)
+        secret = bearer_secret(authorization)
         context = held_context(connection.scope)  # type: ignore[arg-type]
         # The API's handlers read through the connection the token is looked up on; the tool
         # endpoint opens its own, so it does not keep this one while it works.
-        principal = principal_of(context.hold(engine), token_hash)
+        principal = authenticate(context.hold(engine), authorization)
         if not connection.scope["path"].startswith(f"{API_PREFIX}/"):
             context.release()
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
         # Keyed by the token's hash, never the token (SEMANTICS R15).
-        standing = limiter.hit(token_hash)
+        standing = limiter.hit(hash_token(secret))
         if standing is not None:
             context.response_headers.update(standing.headers())
             if not standing.allowed:
@@ -124,15 +125,6 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
                     headers={"Retry-After": str(wait)},
                 )
         return AuthenticationResult(user=principal, auth=None)
-
-
-def authorization_of(scope: Any) -> str | None:
-    """The Authorization header, read from the scope as it came (the framework's own header
-    view would be built for this one look)."""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            return bytes(value).decode("latin-1")
-    return None
 
 
 def served_methods_first(app: ASGIApp) -> ASGIApp:

@@ -6,8 +6,10 @@ The token is looked up by its hash, so the secret itself is never compared or st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
@@ -30,6 +32,15 @@ class Principal:
 
 def _unauthorized(message: str) -> ApiError:
     return ApiError(401, message, headers={"WWW-Authenticate": 'Bearer realm="airoi"'})
+
+
+def authorization_of(scope: Mapping[str, Any]) -> str | None:
+    """A request's (first) Authorization header, read from its ASGI scope as it came: the
+    framework's own header view would be built for this one look."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return bytes(value).decode("latin-1")
+    return None
 
 
 def bearer_secret(authorization: str | None) -> str:
@@ -63,12 +74,8 @@ _TOKEN_LOOKUP = Prepared(
 def authenticate(
     conn: Connection, authorization: str | None, *, now: datetime | None = None
 ) -> Principal:
-    return principal_of(conn, hash_token(bearer_secret(authorization)), now=now)
-
-
-def principal_of(conn: Connection, token_hash: str, *, now: datetime | None = None) -> Principal:
-    """Who holds the token with this hash (401 or 403 when it cannot read, SEMANTICS R29)."""
-    row = _TOKEN_LOOKUP.first(conn, {"token_hash": token_hash})
+    secret = bearer_secret(authorization)
+    row = _TOKEN_LOOKUP.first(conn, {"token_hash": hash_token(secret)})
     if row is None:
         raise _unauthorized("The token is not valid.")
     expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row
