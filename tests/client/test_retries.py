@@ -239,6 +239,19 @@ def test_a_password_in_the_base_url_is_never_said() -> None:
 
 
 @pytest.mark.parametrize(
+    "base_url", ["http://reader:pa55word@api.test:8000", "http://reader@api.test:8000/api/v1"]
+)
+def test_a_user_in_the_base_url_is_not_sent_and_the_token_is(base_url: str) -> None:
+    # The API takes only the token (SPEC 5). A user:password@ in the address used to turn into
+    # Basic credentials that replaced it: every request was 401, and the password was sent.
+    transport, seen = scripted(httpx.Response(200, json=OK))
+    api = Client(base_url, "secret", sleep=lambda _: None, transport=transport)
+    assert api.roi() == OK
+    assert seen[0].headers["authorization"] == "Bearer secret"
+    assert str(seen[0].url) == "http://api.test:8000/api/v1/roi"
+
+
+@pytest.mark.parametrize(
     ("given", "shown"),
     [
         ("https://host.example:8443/api/v1?x=1", "https://host.example:8443/api/v1?x=1"),

@@ -194,10 +194,11 @@ class Client:
     """The airoi HTTP API for one token.
 
     `base_url` is the API's base address (`http://host:8000/api/v1`); a bare origin
-    (`http://host:8000`) gets `/api/v1` added. Requests answered 429 or 503 are retried
-    up to `max_retries` times, waiting as `Retry-After` asks (or backing off
-    exponentially when it does not say), and never waiting more than `max_wait` seconds
-    in total for one request. Every failure is raised as `AiroiError`. `on_wait`, when
+    (`http://host:8000`) gets `/api/v1` added, and a user:password@ in it is dropped (the
+    API takes only the token). Requests answered 429 or 503 are retried up to
+    `max_retries` times, waiting as `Retry-After` asks (or backing off exponentially when
+    it does not say), and never waiting more than `max_wait` seconds in total for one
+    request. Every failure is raised as `AiroiError`. `on_wait`, when
     given, is told of each wait before it starts: the seconds, and why (the refusal, or the
     failure to get an answer), as an `AiroiError`.
     """
@@ -218,9 +219,10 @@ class Client:
         base = base_url.rstrip("/")
         if not base.endswith(API_PATH):
             base += API_PATH
-        self.base_url = base
-        # What messages name: the address without any user:password@ it was given with.
-        self.shown_url = without_userinfo(base)
+        # What is asked and what messages name: the address without any user:password@ it was
+        # given with. The API takes only the token; httpx would send a user:password as Basic
+        # credentials in place of it.
+        self.base_url = without_userinfo(base)
         self.max_retries = max_retries
         self.max_wait = max_wait
         self.page_size = page_size
@@ -230,13 +232,13 @@ class Client:
         self.requests_sent = 0
         try:
             self._http = httpx.Client(
-                base_url=base,
+                base_url=self.base_url,
                 headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
                 timeout=timeout,
                 transport=transport,
             )
         except httpx.InvalidURL as exc:  # a port that is not a number, say
-            raise AiroiError(0, f"{self.shown_url} is not a URL that can be asked.") from exc
+            raise AiroiError(0, f"{self.base_url} is not a URL that can be asked.") from exc
 
     def close(self) -> None:
         self._closed.set()  # ends a wait in progress, in whichever thread it is
@@ -271,10 +273,10 @@ class Client:
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
                 # A base URL without http:// or https:// fails the same way every time. The
                 # error's own text is left out: it can quote what stood before an "@".
-                raise AiroiError(0, f"{self.shown_url} is not an http:// or https:// URL.") from exc
+                raise AiroiError(0, f"{self.base_url} is not an http:// or https:// URL.") from exc
             except httpx.TransportError as exc:
                 # A GET is safe to repeat; a connection that fails counts as a retry.
-                error = AiroiError(0, f"No response from {self.shown_url}: {exc}")
+                error = AiroiError(0, f"No response from {self.base_url}: {exc}")
                 if attempt >= self.max_retries:
                     raise error from exc
                 delay = self._backoff(attempt)
@@ -299,7 +301,7 @@ class Client:
                 if waited + delay > self.max_wait:
                     raise error
             if waited + delay > self.max_wait:
-                raise AiroiError(0, f"No response from {self.shown_url} in {waited:.0f} s.")
+                raise AiroiError(0, f"No response from {self.base_url} in {waited:.0f} s.")
             if self.on_wait is not None:
                 self.on_wait(delay, error)
             self.sleep(delay)
