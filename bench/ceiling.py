@@ -231,7 +231,7 @@ def rate(call: Callable[[], Any], seconds: float, max_calls: int = 100_000) -> d
     """Calls/s, p50 and p99 (ms) of `call` repeated for `seconds` (bounded), after a warm-up."""
     for _ in range(5):
         call()
-    samples = []
+    samples: list[float] = []
     started = time.perf_counter()
     while len(samples) < max_calls and time.perf_counter() - started < seconds:
         t = time.perf_counter()
@@ -650,7 +650,7 @@ def interleaved(
     for _ in range(args.rounds):
         for label, limit, position, _ in cases:
             with pinned(SERVER_CORE):
-                ceiling = rate(lambda n=limit, at=position: raw.page(n, at), seconds)
+                ceiling = rate(partial(raw.page, limit, position), seconds)
             runs.setdefault(f"ceiling_{label}", []).append({**ceiling, "rps": ceiling["per_s"]})
             contenders = [f"service_{label}"]
             if label.startswith("first_"):

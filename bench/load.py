@@ -194,7 +194,8 @@ def _utc(value: Any) -> datetime:
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    instant: datetime = value.astimezone(UTC)
+    return instant
 
 
 class Walker:

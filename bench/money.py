@@ -64,7 +64,7 @@ def raw_runner(url: str) -> Callable[[str], list[Any]]:
     pg = psycopg.connect(
         parsed.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
     )
-    return lambda sql: pg.execute(sql).fetchall()  # type: ignore[arg-type]
+    return lambda sql: pg.execute(sql).fetchall()
 
 
 A = ACCOUNT_ID

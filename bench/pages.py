@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+import httpx
 from sqlalchemy import select
 
 from airoi.db.engine import make_engine
@@ -36,6 +39,10 @@ def deep_cursor(url: str, rows: int) -> str:
     return encode_cursor("cost_entries", Position(deep.updated_at, deep.id))
 
 
+def ask(client: httpx.Client, params: dict[str, Any]) -> httpx.Response:
+    return ok(client.get("cost_entries", params=params))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cost-entries", type=int, default=1_000_000)
@@ -54,9 +61,7 @@ def main() -> None:
             with serving(url) as client:
                 for label, params in (("first", {}), ("deep", {"cursor": cursor})):
                     page = {"limit": 500, **params}
-                    result = timed(
-                        lambda p=page: ok(client.get("cost_entries", params=p)), args.repeats
-                    )
+                    result = timed(partial(ask, client, page), args.repeats)
                     figures |= {f"{label}_{k}": v for k, v in result.items()}
             figures["deep_over_first"] = figures["deep_p50_ms"] / figures["first_p50_ms"]
             print(name, " ".join(f"{k}={v:,.2f}" for k, v in figures.items()), flush=True)
