@@ -69,6 +69,11 @@ HOSTILE_VALUES = (
     "\u202e\ufeff",
     "x" * 10_000,
     "9" * 10_000,  # past int()'s 4300-digit limit
+    # JSON's null, which the lenient conversion underneath reads as "not given" for a
+    # parameter that may be left out: status=null answered every row (SEMANTICS R12).
+    "null",
+    "NULL",
+    "nUll",
 )
 
 
@@ -205,6 +210,30 @@ def test_integers_are_written_in_digits(client: Client, token: str) -> None:
     for query in ("initiative_id=3.0", "initiative_id=3e0", "initiative_id=%EF%BC%93"):
         assert "initiative_id" in refused(call(client, token, "cost_entries", query))
         assert "initiative_id" in refused(call(client, token, "roi", query))
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "detail"),
+    [
+        ("value_entries", "status=null", "Invalid enum value 'null'"),
+        ("decisions", "outcome=Null", "Invalid enum value 'Null'"),
+        ("integrations", "status=NULL", "Invalid enum value 'NULL'"),
+        ("cost_entries", "period_from=null", "Invalid RFC3339 encoded date"),
+        ("value_entries", "period_to=NULL", "Invalid RFC3339 encoded date"),
+    ],
+)
+def test_null_is_not_a_way_to_leave_a_filter_out(
+    client: Client, token: str, path: str, query: str, detail: str
+) -> None:
+    # SEMANTICS R12: a value that is not listed, or not a date, is refused; "null" is neither.
+    # It used to filter nothing: a template filled from an empty variable got every row.
+    name = query.split("=", maxsplit=1)[0]
+    assert refused(call(client, token, path, query)) == (
+        f"The {name} parameter is not valid: {detail}."
+    )
+    # A free-text filter takes "null" as the text it is.
+    response = call(client, token, "observations", "metric_key=null")
+    assert response.json() == {"data": [], "page": {"has_more": False, "next_cursor": None}}
 
 
 def test_a_leading_zero_is_refused_in_our_words(client: Client, token: str) -> None:

@@ -11,8 +11,9 @@ import re
 import sys
 import traceback
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any, Union, cast
 
+import msgspec
 from litestar import Litestar, Request, Response, Router, get
 from litestar.connection import ASGIConnection
 from litestar.datastructures import State
@@ -72,6 +73,7 @@ PUBLIC_OPT = "public"
 SERVED_METHODS_OPT = "served_methods"
 QUERY_NAMES_OPT = "declared_query_names"
 INTEGER_NAMES_OPT = "integer_query_names"
+NULLABLE_TYPES_OPT = "nullable_query_types"
 # A whole number as JSON writes one: digits, no leading zero, an optional minus.
 WHOLE_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)")
 LEADING_ZERO = re.compile(r"-?0[0-9]+")
@@ -240,6 +242,34 @@ def integer_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
     return frozenset(names) & declared_query_names(handler)
 
 
+def nullable_query_types(handler: HTTPRouteHandler) -> dict[str, Any]:
+    """The declared query names that may be left out and are not text, each with its type
+    without None. The conversion underneath reads "null" as None for those: as if the
+    parameter were not given."""
+    types: dict[str, Any] = {}
+    for name, param in handler.parsed_fn_signature.parameters.items():
+        if not (param.is_union and param.is_optional):
+            continue
+        if any(t.is_subclass_of(str) for t in param.inner_types):
+            continue  # text takes "null" as the text it is
+        given = [t.annotation for t in param.inner_types if t.annotation is not type(None)]
+        kwarg = param.kwarg_definition
+        query = kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name
+        types[query] = given[0] if len(given) == 1 else Union[tuple(given)]  # noqa: UP007
+    declared = declared_query_names(handler)
+    return {name: kind for name, kind in types.items() if name in declared}
+
+
+def _not_valid(name: str, value: str, kind: Any) -> ApiError:
+    """The 400 for `value`, in the validator's words for the type `kind`."""
+    try:
+        msgspec.convert(value, kind, strict=False)
+        detail = "not a value it takes"
+    except msgspec.ValidationError as exc:
+        detail = str(exc).rstrip(".")
+    return ApiError(400, f"The {name} parameter is not valid: {detail}.")
+
+
 def _path_params(path: str) -> Iterable[str]:
     for part in path.split("/"):
         if part.startswith("{") and part.endswith("}"):
@@ -256,6 +286,9 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
     integers = handler.opt.get(INTEGER_NAMES_OPT)
     if integers is None:
         integers = handler.opt[INTEGER_NAMES_OPT] = integer_query_names(handler)
+    nullable = handler.opt.get(NULLABLE_TYPES_OPT)
+    if nullable is None:
+        nullable = handler.opt[NULLABLE_TYPES_OPT] = nullable_query_types(handler)
     seen: set[str] = set()
     for name, value in request.query_params.multi_items():
         if name not in allowed:
@@ -275,6 +308,10 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
             raise ApiError(
                 400, f"The {name} parameter must be a whole number written in digits{leading_zero}."
             )
+        # SEMANTICS R12: "null" is no listed value and no date. It is not a way to leave a
+        # filter out either: a template filled from an empty variable got every row.
+        if name in nullable and value.lower() == "null":
+            raise _not_valid(name, value, nullable[name])
         seen.add(name)
 
 
