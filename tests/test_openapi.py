@@ -90,6 +90,44 @@ def test_operations_are_documented(document: dict[str, Any]) -> None:
     assert "listCostEntries" in ids and "getInitiative" in ids
 
 
+def admits_null(schema: dict[str, Any]) -> bool:
+    kinds = schema.get("type")
+    return (
+        kinds == "null"
+        or (isinstance(kinds, list) and "null" in kinds)
+        or None in schema.get("enum", ())
+        or any(admits_null(option) for option in schema.get("oneOf", ()))
+        or any(admits_null(option) for option in schema.get("anyOf", ()))
+    )
+
+
+def test_no_query_parameter_is_described_as_taking_null(document: dict[str, Any]) -> None:
+    # A query parameter is given or left out; "null" is refused like any value not listed
+    # (SEMANTICS R12), so a client made from the description must not think it can send it.
+    described = 0
+    for path, item in document["paths"].items():
+        for param in item["get"].get("parameters", []):
+            assert not admits_null(param["schema"]), (path, param)
+            assert param["required"] is (param["in"] == "path"), (path, param)
+            described += 1
+    assert described >= 40
+    status = next(
+        param["schema"]
+        for param in document["paths"]["/api/v1/value_entries"]["get"]["parameters"]
+        if param["name"] == "status"
+    )
+    # SPEC 3: the value statuses, and nothing else.
+    assert status["type"] == "string"
+    assert status["enum"] == ["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
+    period = next(
+        param["schema"]
+        for param in document["paths"]["/api/v1/cost_entries"]["get"]["parameters"]
+        if param["name"] == "period_from"
+    )
+    assert (period["type"], period["format"]) == ("string", "date")
+    assert period["description"]
+
+
 def test_bearer_security_scheme(document: dict[str, Any]) -> None:
     scheme = document["components"]["securitySchemes"]["bearerAuth"]
     assert scheme["type"] == "http" and scheme["scheme"] == "bearer"

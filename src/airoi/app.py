@@ -328,8 +328,37 @@ def openapi_description(request: Request[Any, Any, Any]) -> dict[str, Any]:
     state = request.app.state
     description: dict[str, Any] | None = state.get(OPENAPI_STATE_KEY)
     if description is None:
-        description = state[OPENAPI_STATE_KEY] = request.app.openapi_schema.to_schema()
+        description = state[OPENAPI_STATE_KEY] = describe(request.app)
     return description
+
+
+def describe(app: Litestar) -> dict[str, Any]:
+    """The OpenAPI description of `app`'s routes, as served and as `airoi openapi` prints it.
+
+    A query parameter that may be left out is typed `X | None` in its handler; the generator
+    describes that as X or null. A query gives a parameter or leaves it out, and "null" is
+    refused (SEMANTICS R12), so null is taken out of the parameters' schemas."""
+    document = app.openapi_schema.to_schema()
+    for item in document.get("paths", {}).values():
+        operations = [value for value in item.values() if isinstance(value, dict)]
+        for parameter in (p for operation in operations for p in operation.get("parameters", ())):
+            parameter["schema"] = _without_null(parameter["schema"])
+    return document
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    options = schema.get("oneOf")
+    if options is not None:
+        kept = [option for option in options if option.get("type") != "null"]
+        rest = {key: value for key, value in schema.items() if key != "oneOf"}
+        schema = {**kept[0], **rest} if len(kept) == 1 else {**rest, "oneOf": kept}
+    kinds = schema.get("type")
+    if isinstance(kinds, list) and "null" in kinds:
+        kept_kinds = [kind for kind in kinds if kind != "null"]
+        schema = {**schema, "type": kept_kinds[0] if len(kept_kinds) == 1 else kept_kinds}
+    if None in schema.get("enum", ()):
+        schema = {**schema, "enum": [value for value in schema["enum"] if value is not None]}
+    return schema
 
 
 def only_get_and_head(app: Litestar) -> None:

@@ -357,9 +357,9 @@ def serve(
 def openapi() -> None:
     """Print the OpenAPI description that `serve` would serve."""
     _require_server("openapi")
-    from airoi.app import create_app
+    from airoi.app import create_app, describe
 
-    schema = create_app(Settings.from_env()).openapi_schema.to_schema()
+    schema = describe(create_app(Settings.from_env()))
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
 
 
