@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,101 @@ def test_demo_serves_every_endpoint_with_the_printed_token(tmp_path: Path) -> No
     # A second run refreshes the account and prints a new token.
     again = airoi(tmp_path, "demo").stdout
     assert re.search(r"Token:\s+(\S+)", again).group(1) != token.group(1)  # type: ignore[union-attr]
+
+
+def test_a_reload_does_not_bring_a_revoked_token_back(tmp_path: Path) -> None:
+    # `airoi token revoke` revokes for good (SEMANTICS R29): loading the same bundle again, as a
+    # nightly sync would, used to put revoked_at back to null and the token worked again.
+    bundle = small_bundle()
+    secret = "airoi_reloaded-" + "r" * 40
+    bundle["tokens"] = [{"user_id": 10, "token": secret}]
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    airoi(tmp_path, "load", str(path))
+    airoi(tmp_path, "token", "revoke", secret)
+    reloaded = airoi(tmp_path, "load", str(path)).stdout
+    assert re.search(r"tokens\s+│?\s*0\s+│?\s*0\s+│?\s*1\s", reloaded), reloaded  # unchanged
+    # A bundle that revokes a token itself still does so.
+    other = "airoi_bundle-revoked-" + "s" * 40
+    bundle["tokens"].append({"user_id": 10, "token": other, "revoked_at": "2026-01-01T00:00:00Z"})
+    path.write_text(json.dumps(bundle))
+    airoi(tmp_path, "load", str(path))
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
+    with TestClient(app) as client:
+        assert client.get("/api/v1/initiatives", headers=bearer(secret)).status_code == 401
+        assert client.get("/api/v1/initiatives", headers=bearer(other)).status_code == 401
+
+
+def test_demo_leaves_an_account_holding_its_id_alone(tmp_path: Path) -> None:
+    # The demo lives at account 900000. An account of the store's own there is not the demo:
+    # `airoi demo` used to delete it, its people, initiatives and decisions, and load over it.
+    bundle = {
+        "accounts": [{"id": 900000, "name": "Real Customer Co"}],
+        "users": [{"id": 77, "account_id": 900000, "name": "Ada", "role": "owner"}],
+        "initiatives": [{"id": 78, "account_id": 900000, "title": "Bot", "stage": "live"}],
+    }
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    airoi(tmp_path, "load", str(path))
+    refused = airoi(tmp_path, "demo", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "Account 900000, where the demo lives, holds another account; nothing was changed."
+    )
+    assert "Token" not in refused.stdout
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(select(accounts.c.name)).scalars().all() == ["Real Customer Co"]
+        assert conn.execute(select(initiatives.c.id)).scalars().all() == [78]
+    engine.dispose()
+
+
+def test_a_demo_refresh_that_cannot_load_keeps_the_demo_it_had(tmp_path: Path) -> None:
+    from airoi.demo import DEMO_ACCOUNT_ID, build_demo_bundle
+
+    printed = airoi(tmp_path, "demo").stdout
+    token = re.search(r"Token:\s+(\S+)", printed).group(1)  # type: ignore[union-attr]
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.connect() as conn:
+        demo_costs = conn.execute(
+            select(func.count()).where(cost_entries.c.account_id == DEMO_ACCOUNT_ID)
+        ).scalar()
+    # One of the demo's cost entry ids freed, then taken by another account's entry.
+    demo = build_demo_bundle(date.today())
+    taken = demo["cost_entries"][0]
+    freed = [e["id"] for e in demo["cost_entries"] if e["initiative_id"] == taken["initiative_id"]]
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps({"delete": {"initiatives": [taken["initiative_id"]]}}))
+    airoi(tmp_path, "load", str(path))
+    mine = small_bundle()
+    mine["cost_entries"][0]["id"] = taken["id"]
+    path.write_text(json.dumps(mine))
+    airoi(tmp_path, "load", str(path))
+    with engine.connect() as conn:
+        kept = conn.execute(
+            select(func.count()).where(cost_entries.c.account_id == DEMO_ACCOUNT_ID)
+        ).scalar()
+    assert kept == demo_costs - len(freed)
+    refused = airoi(tmp_path, "demo", check=False)
+    assert refused.returncode == 1
+    lines = refused.stderr.splitlines()
+    # BUNDLE.md: one line per problem, naming the record and field.
+    assert len(lines) == 2, refused.stderr
+    assert lines[0].startswith(f"cost_entries[id={taken['id']}].initiative_id: "), lines[0]
+    assert "belongs to account 1" in lines[0]
+    assert lines[-1] == "The demo was not refreshed; it is as it was."
+    assert "Traceback" not in refused.stderr
+    with engine.connect() as conn:
+        assert (
+            conn.execute(
+                select(func.count()).where(cost_entries.c.account_id == DEMO_ACCOUNT_ID)
+            ).scalar()
+            == kept
+        )
+    engine.dispose()
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
+    with TestClient(app) as client:
+        assert client.get("/api/v1/initiatives", headers=bearer(token)).status_code == 200
 
 
 @pytest.mark.parametrize("command", [["--help"], ["token", "--help"], ["load", "--help"]])

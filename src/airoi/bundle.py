@@ -2065,7 +2065,13 @@ class _Load:
                 for stamp in kind.stamps:
                     row.setdefault(stamp, self.now)
                 inserts.append(row)
-            elif all(stored[c] == row[c] for c in compared) and all(
+                continue
+            if kind.key == "tokens" and stored["revoked_at"] is not None:
+                # Revoked for good (SEMANTICS R29), by `airoi token revoke` or an earlier
+                # bundle: loading the token again, as given before, does not bring it back.
+                given = row["revoked_at"]
+                row["revoked_at"] = min(stored["revoked_at"], given or stored["revoked_at"])
+            if all(stored[c] == row[c] for c in compared) and all(
                 stored[s] == row[s] for s in kind.stamps if s in row
             ):
                 self.report.unchanged[kind.key] += 1
@@ -2494,13 +2500,15 @@ def load_bundle(
     *,
     progress: ProgressHook | None = None,
     now: datetime | None = None,
+    before: Callable[[Connection], None] | None = None,
 ) -> LoadReport:
     """Validate a bundle and upsert it in one transaction (BUNDLE.md).
 
     `source` is a parsed bundle or the path of a `.json` / `.json.gz` file.
     `now` (naive UTC) stamps rows created or changed without a bundle-given
-    timestamp. Raises BundleError naming every problem found; then nothing is
-    written.
+    timestamp. `before`, when given, runs first in the same transaction (the demo
+    clears its account there). Raises BundleError naming every problem found; then
+    nothing is written, `before`'s work included.
     """
     if now is None:
         stamp = utc_now()
@@ -2514,6 +2522,8 @@ def load_bundle(
         raise BundleError([str(exc)]) from None
     try:
         with engine.begin() as conn, _tuned_for_loading(conn):
+            if before is not None:
+                before(conn)
             load = _Load(conn, reader, stamp)
             load.validate()
             if load.problems:

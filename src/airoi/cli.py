@@ -198,16 +198,26 @@ def demo(
     """Create or refresh the demo account, issue a token, print the URLs and the token."""
     _require_server("demo")
     from airoi.auth import issue_token
-    from airoi.bundle import load_bundle
-    from airoi.demo import DEMO_OWNER_USER_ID, build_demo_bundle, reset_demo_account
+    from airoi.bundle import BundleError, load_bundle
+    from airoi.demo import DEMO_OWNER_USER_ID, DemoRefused, build_demo_bundle, reset_demo_account
 
     settings = _settings(database_url)
     if serve_after:
         # Before the token is issued and printed: it would be of no use with no server.
         _require_free_port(host, port)
     engine = _writer(settings)
-    reset_demo_account(engine)
-    report = load_bundle(engine, build_demo_bundle(settings.current_date()))
+    demo_bundle = build_demo_bundle(settings.current_date())
+    try:
+        report = load_bundle(engine, demo_bundle, before=reset_demo_account)
+    except DemoRefused as exc:
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except BundleError as exc:
+        # A record of the store's own on one of the demo's ids (BUNDLE.md: one line each).
+        for problem in exc.problems:
+            err.print(problem, markup=False, highlight=False, soft_wrap=True)
+        err.print("The demo was not refreshed; it is as it was.", markup=False, highlight=False)
+        raise typer.Exit(1) from None
     token = issue_token(engine, DEMO_OWNER_USER_ID, expires_in_days=30)
     base_url, mcp_url = _base_urls(host, port)
     totals = report.totals()

@@ -25,12 +25,13 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Connection, delete, select
 
 from airoi.db import tables
 from airoi.timeutil import format_datetime
 
 DEMO_ACCOUNT_ID = 900_000
+DEMO_ACCOUNT_NAME = "Northwind Freight (demo)"
 DEMO_OWNER_USER_ID = 900_101
 
 # Every credential, stored secret setting and error prose of the demo's connections
@@ -352,7 +353,7 @@ class _Demo:
         self.rows["accounts"].append(
             {
                 "id": DEMO_ACCOUNT_ID,
-                "name": "Northwind Freight (demo)",
+                "name": DEMO_ACCOUNT_NAME,
                 "currency": _CURRENCY,
                 "api_access": True,
                 "fiscal_year_start_month": 1,
@@ -2028,19 +2029,31 @@ class _Demo:
         )
 
 
-def reset_demo_account(engine: Engine) -> None:
+class DemoRefused(Exception):
+    """The store holds something of its own where the demo lives; nothing is changed."""
+
+
+def reset_demo_account(conn: Connection) -> None:
     """Remove every row of the demo account, so `airoi demo` can rebuild it for a new today.
 
     The demo's decisions are dated relative to today, and decisions never change once
     written, so a refresh on a later month rebuilds the account instead of upserting it.
-    Only the demo account is touched.
+    It runs inside the load's transaction: a demo bundle the store refuses leaves the demo
+    as it was. Only the demo account is touched; an account of the store's own that holds
+    the demo's id is refused, not removed.
     """
-    account = tables.accounts.c.id == DEMO_ACCOUNT_ID
-    with engine.begin() as conn:
-        demo_users = select(tables.users.c.id).where(tables.users.c.account_id == DEMO_ACCOUNT_ID)
-        conn.execute(delete(tables.tokens).where(tables.tokens.c.user_id.in_(demo_users)))
-        for table in reversed(tables.metadata.sorted_tables):
-            if table is tables.accounts or "account_id" not in table.c:
-                continue
-            conn.execute(delete(table).where(table.c.account_id == DEMO_ACCOUNT_ID))
-        conn.execute(delete(tables.accounts).where(account))
+    name = conn.execute(
+        select(tables.accounts.c.name).where(tables.accounts.c.id == DEMO_ACCOUNT_ID)
+    ).scalar()
+    if name is not None and name != DEMO_ACCOUNT_NAME:
+        raise DemoRefused(
+            f"Account {DEMO_ACCOUNT_ID}, where the demo lives, holds another account; "
+            "nothing was changed."
+        )
+    demo_users = select(tables.users.c.id).where(tables.users.c.account_id == DEMO_ACCOUNT_ID)
+    conn.execute(delete(tables.tokens).where(tables.tokens.c.user_id.in_(demo_users)))
+    for table in reversed(tables.metadata.sorted_tables):
+        if table is tables.accounts or "account_id" not in table.c:
+            continue
+        conn.execute(delete(table).where(table.c.account_id == DEMO_ACCOUNT_ID))
+    conn.execute(delete(tables.accounts).where(tables.accounts.c.id == DEMO_ACCOUNT_ID))
