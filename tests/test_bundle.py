@@ -1050,6 +1050,47 @@ def test_deleting_records_by_kind(engine: Engine) -> None:
     assert len(rows(engine, tables.fx_rates)) == 1
 
 
+def test_deleting_a_metric_or_a_connection_unlinks_the_rows_that_named_it(engine: Engine) -> None:
+    # BUNDLE.md: references resolve inside the account. Deleting metric 6 or connection 4 used
+    # to leave observation 31 and the entries naming them with a dangling id, which a re-load
+    # of those same rows then refused. They are unlinked, as a deleted initiative's decisions
+    # are, and get a new updated_at so a sync by updated_since sees the change.
+    bundle = base_bundle()
+    bundle["cost_entries"][0]["source"] = {"type": "sync", "connection_id": 4}
+    bundle["value_entries"][0]["source"] = {"type": "sync", "connection_id": 4}
+    bundle["observations"][0]["source"] = {"type": "sync", "ref": "r-1", "connection_id": 4}
+    loaded(engine, bundle)
+    report = loaded(engine, {"delete": {"metrics": [6], "integrations": [4]}}, now=LATER)
+    assert {k: v for k, v in report.deleted.items() if v} == {"metrics": 1, "integrations": 1}
+    assert {k: v for k, v in report.updated.items() if v} == {
+        "cost_entries": 1,
+        "value_entries": 1,
+        "observations": 1,
+    }
+    observation = one(engine, tables.observations, id=31)
+    assert (observation["metric_id"], observation["source_connection_id"]) == (None, None)
+    assert (observation["source_type"], observation["source_ref"]) == ("sync", "r-1")
+    assert observation["updated_at"] == LATER
+    for table, entry_id in ((tables.cost_entries, 17), (tables.value_entries, 21)):
+        entry = one(engine, table, id=entry_id)
+        assert (entry["source_connection_id"], entry["updated_at"]) == (None, LATER)
+    # Rows that named neither are untouched.
+    assert one(engine, tables.cost_entries, id=18)["updated_at"] == NOW
+    # The rows as they now are load back unchanged; as they were, naming what is gone, they
+    # are refused (references must resolve).
+    again = base_bundle()
+    refused = [
+        ({"observations": again["observations"]}, "observations[id=31].metric_id: no metric 6"),
+        ({"cost_entries": bundle["cost_entries"][:1]}, "no integration 4 in account 1"),
+    ]
+    for given, expected in refused:
+        with pytest.raises(BundleError) as caught:
+            loaded(engine, given)
+        assert any(expected in problem for problem in caught.value.problems), caught.value
+    deleting_again = loaded(engine, {"delete": {"metrics": [6], "integrations": [4]}})
+    assert deleting_again.totals() == {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0}
+
+
 def test_a_reference_to_a_row_deleted_in_the_same_bundle_is_refused(engine: Engine) -> None:
     loaded(engine)
     problems = refused(

@@ -120,6 +120,15 @@ _DELETABLE: Final = (
     "assessments",
     "initiatives",
 )
+# Deleting one of these sets the column naming it to null on the rows of these kinds.
+_UNLINKED_ON_DELETE: Final = {
+    "metrics": (("observations", "metric_id"),),
+    "integrations": (
+        ("cost_entries", "source_connection_id"),
+        ("value_entries", "source_connection_id"),
+        ("observations", "source_connection_id"),
+    ),
+}
 _INITIATIVE_CHILDREN: Final = (
     "initiative_notes",
     "budget_versions",
@@ -2019,6 +2028,28 @@ class _Load:
                     )
                     self.report.updated["decisions"] += max(result.rowcount, 0)
             deleted[key] = deleted.get(key, 0) + self._delete_where(key, "id", ids)
+        # The rows naming a deleted metric or connection stay, unlinked, as a deleted
+        # initiative's decisions do: a dangling id would be refused on their re-load. After
+        # the deletes, so the rows that went with their initiative are not counted.
+        unlinked: dict[str, set[int]] = {}
+        for key, columns in _UNLINKED_ON_DELETE.items():
+            for child, column in columns if self.deletes.get(key) else ():
+                changed = self._unlink(child, column, self.deletes[key])
+                unlinked.setdefault(child, set()).update(changed)
+        for key, row_ids in unlinked.items():
+            self.report.updated[key] += len(row_ids)  # a row unlinked twice changed once
+
+    def _unlink(self, key: str, column: str, ids: set[int]) -> set[int]:
+        """Set `column` to null where it names one of `ids`; the ids of the rows changed."""
+        table = KINDS[key].table
+        changed: set[int] = set()
+        for batch in _chunks(sorted(ids)):
+            where = table.c[column].in_(batch)
+            changed.update(self.conn.execute(select(table.c.id).where(where)).scalars())
+            self.conn.execute(
+                update(table).where(where).values({column: None, "updated_at": self.now})
+            )
+        return changed
 
     def _write_small(self, key: str) -> None:
         kind = KINDS[key]
