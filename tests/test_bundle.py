@@ -1091,6 +1091,22 @@ def test_deleting_a_metric_or_a_connection_unlinks_the_rows_that_named_it(engine
     assert deleting_again.totals() == {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0}
 
 
+def test_a_metric_given_a_new_key_takes_its_readings_with_it(engine: Engine) -> None:
+    # SPEC 4.A.9: ?metric_key= filters by the canonical key. Renaming metric 6's key used to
+    # leave observation 31 under the old one: found by the old key, missed by the new, and
+    # refused when loaded again as it was served.
+    loaded(engine)
+    metric = {**base_bundle()["metrics"][0], "metric_key": "tickets_resolved"}
+    report = loaded(engine, {"metrics": [metric]}, now=LATER)
+    assert (report.updated["metrics"], report.updated["observations"]) == (1, 1)
+    observation = one(engine, tables.observations, id=31)
+    assert (observation["metric_key"], observation["updated_at"]) == ("tickets_resolved", LATER)
+    served = {**base_bundle()["observations"][0], "metric_key": "tickets_resolved"}
+    assert loaded(engine, {"observations": [served]}).unchanged["observations"] == 1
+    # The same key again changes nothing.
+    assert loaded(engine, {"metrics": [metric]}).totals()["updated"] == 0
+
+
 def test_a_reference_to_a_row_deleted_in_the_same_bundle_is_refused(engine: Engine) -> None:
     loaded(engine)
     problems = refused(

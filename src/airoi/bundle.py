@@ -1985,6 +1985,7 @@ class _Load:
     # ----------------------------------------------------------------- pass 2
 
     def write(self) -> None:
+        renamed = self._stored_metric_keys()
         self._apply_deletes()
         for key in _SMALL_WRITE_ORDER:
             self._write_small(key)
@@ -1992,6 +1993,7 @@ class _Load:
         for key in _LATE_WRITE_ORDER:
             self._write_small(key)
         self._repoint_merged_vendors()
+        self._rekey_readings(renamed)
         self._refresh_reporting()
         if self.problems:
             raise self.problems.error()
@@ -2420,6 +2422,36 @@ class _Load:
                 .values(vendor_id=final, updated_at=self.now)
             )
             self.report.updated["cost_entries"] += max(result.rowcount, 0)
+
+    def _stored_metric_keys(self) -> dict[int, str]:
+        """The stored key of each metric this bundle gives, before it is written."""
+        table = tables.metrics
+        ids = sorted(rec.row["id"] for rec in self.small["metrics"])
+        keys: dict[int, str] = {}
+        for batch in _chunks(ids):
+            query = select(table.c.id, table.c.metric_key).where(table.c.id.in_(batch))
+            keys.update({row.id: row.metric_key for row in self.conn.execute(query)})
+        return keys
+
+    def _rekey_readings(self, stored_keys: dict[int, str]) -> None:
+        """SPEC 4.A.9: a metric's readings carry its canonical key, so `?metric_key=` finds
+        them; a metric given a new key takes its stored readings with it."""
+        table = tables.observations
+        for rec in self.small["metrics"]:
+            row = rec.row
+            old = stored_keys.get(row["id"])
+            if old is None or old == row["metric_key"]:
+                continue
+            result = self.conn.execute(
+                update(table)
+                .where(
+                    table.c.account_id == row["account_id"],
+                    table.c.metric_key == old,
+                    table.c.metric_id == row["id"],
+                )
+                .values(metric_key=row["metric_key"], updated_at=self.now)
+            )
+            self.report.updated["observations"] += max(result.rowcount, 0)
 
 
 class _VendorRegistry:
