@@ -661,6 +661,18 @@ PROBLEMS = [
     ),
     (_top("delete", {"decisions": [9]}), "delete.decisions: a decision is never deleted (SPEC 3)"),
     (_top("delete", {"vendors": [1]}), "delete.vendors: not a kind that can be deleted"),
+    # It used to be taken and ignored, which read as if the rates were gone.
+    (
+        _top("delete", {"fx_rates": [1]}),
+        "delete.fx_rates: an FX rate has no id to delete by; give it again with the rate that "
+        "holds from that date",
+    ),
+    # Other text refuses a lone surrogate; a secret that holds one can never be sent.
+    (
+        _add("tokens", user_id=1, token="airoi_" + "s" * 43 + "\ud800"),
+        "tokens[user_id=1].token: holds a lone surrogate (a \\ud800 to \\udfff escape without "
+        "its pair)",
+    ),
     (
         _top("delete", {"initiatives": ["5"]}),
         "delete.initiatives[#0]: '5' is not an id (a positive integer below 2**63)",

@@ -293,6 +293,24 @@ def test_a_demo_refresh_that_cannot_load_keeps_the_demo_it_had(tmp_path: Path) -
         assert client.get("/api/v1/initiatives", headers=bearer(token)).status_code == 200
 
 
+@pytest.mark.parametrize("command", [["openapi"], ["init"]])
+def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, command: list[str]) -> None:
+    # `airoi openapi` read the settings itself and ended in a traceback.
+    result = airoi(tmp_path, *command, check=False, env={"AIROI_RATE_LIMIT": "lots"})
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "AIROI_RATE_LIMIT must read like 600/minute or 10/second, not 'lots'"
+    )
+
+
+@pytest.mark.parametrize("workers", ["0", "-3"])
+def test_serve_needs_at_least_one_worker(tmp_path: Path, workers: str) -> None:
+    result = airoi(tmp_path, "serve", "--workers", workers, "--port", "1", check=False)
+    assert result.returncode == 2
+    assert "Invalid value for '--workers'" in result.stderr  # typer's usage error, exit 2
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("command", [["--help"], ["token", "--help"], ["load", "--help"]])
 def test_help_lists_the_commands(tmp_path: Path, command: list[str]) -> None:
     out = airoi(tmp_path, *command).stdout

@@ -390,7 +390,7 @@ def _rate_hint(number: int | Decimal | float) -> str:
 
 def _conv_secret(value: Any) -> str:
     if type(value) is str and value.strip():
-        return value
+        return _check_text(value)
     raise _Bad("not a token secret (a non-empty string)")
 
 
@@ -1405,7 +1405,11 @@ class _Load:
                 self.problems.add("delete.decisions: a decision is never deleted (SPEC 3)")
                 continue
             if kind_key == "fx_rates":
-                continue  # no id to delete by
+                self.problems.add(
+                    "delete.fx_rates: an FX rate has no id to delete by; give it again with "
+                    "the rate that holds from that date"
+                )
+                continue
             if kind_key not in _DELETABLE:
                 self.problems.add(f"delete.{kind_key}: not a kind that can be deleted")
                 continue

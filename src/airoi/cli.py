@@ -350,7 +350,7 @@ def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Serve the HTTP API at /api/v1 and the tool endpoint at /mcp."""
@@ -369,7 +369,7 @@ def openapi() -> None:
     _require_server("openapi")
     from airoi.app import create_app, describe
 
-    schema = describe(create_app(Settings.from_env()))
+    schema = describe(create_app(_settings(None)))
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
 
 
