@@ -661,12 +661,6 @@ PROBLEMS = [
     ),
     (_top("delete", {"decisions": [9]}), "delete.decisions: a decision is never deleted (SPEC 3)"),
     (_top("delete", {"vendors": [1]}), "delete.vendors: not a kind that can be deleted"),
-    # It used to be taken and ignored, which read as if the rates were gone.
-    (
-        _top("delete", {"fx_rates": [1]}),
-        "delete.fx_rates: an FX rate has no id to delete by; give it again with the rate that "
-        "holds from that date",
-    ),
     # Other text refuses a lone surrogate; a secret that holds one can never be sent.
     (
         _add("tokens", user_id=1, token="airoi_" + "s" * 43 + "\ud800"),
@@ -795,6 +789,36 @@ def test_a_name_given_twice_in_a_record_is_refused(engine: Engine, tmp_path: Pat
         "delete.initiatives: given more than once",
         "vendors[id=1].name: given more than once",
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "opening", "closing"), [("notes", '{"k":', "}"), ("tags", "[", "]")]
+)
+def test_a_value_nested_past_any_record_is_one_problem(
+    engine: Engine, tmp_path: Path, field: str, opening: str, closing: str
+) -> None:
+    # 5,000 levels used to exhaust the stack: a RecursionError traceback, not a problem line.
+    loaded(engine)
+    deep = opening * 5_000 + "1" + closing * 5_000
+    path = tmp_path / "deep.json"
+    path.write_text(
+        '{"cost_entries": [{"id": 17, "initiative_id": 5, "amount_cents": 1},'
+        ' {"id": 19, "initiative_id": 5, "amount_cents": 1, "' + field + '": ' + deep + "}]}"
+    )
+    assert refused(engine, path) == [
+        f"bundle: cost_entries[#1].{field} nests deeper than 64 levels"
+    ]
+    # 63 levels below the record's field are read (and the field refused for what it holds).
+    path.write_text(
+        '{"cost_entries": [{"id": 17, "initiative_id": 5, "amount_cents": 1, "'
+        + field
+        + '": '
+        + opening * 63
+        + "1"
+        + closing * 63
+        + "}]}"
+    )
+    assert all("nests deeper" not in problem for problem in refused(engine, path))
 
 
 def test_a_gzip_file_is_read_to_its_end(engine: Engine, tmp_path: Path) -> None:

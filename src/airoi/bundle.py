@@ -985,7 +985,29 @@ class _Repeated:
         self.names = names
 
 
-def _build_map(events: Iterator[tuple[str, Any]], repeated: list[str], path: str) -> dict[str, Any]:
+# No field of a record nests anywhere near this; a file that does is hostile, and building
+# it would exhaust the interpreter's stack (a traceback, not a problem line).
+MAX_NESTING: Final = 64
+
+
+class _TooDeep(Exception):
+    """Raised where the nesting passes MAX_NESTING; the record's label is added above."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        # Only the record's own field is named: a deeper name (a stored setting's) is not said.
+        self.field = path.split(".", maxsplit=1)[0].split("[", maxsplit=1)[0]
+
+
+def _deeper(path: str, depth: int) -> int:
+    if depth >= MAX_NESTING:
+        raise _TooDeep(path)
+    return depth + 1
+
+
+def _build_map(
+    events: Iterator[tuple[str, Any]], repeated: list[str], path: str, depth: int = 1
+) -> dict[str, Any]:
     obj: dict[str, Any] = {}
     key = ""
     for event, value in events:
@@ -996,43 +1018,55 @@ def _build_map(events: Iterator[tuple[str, Any]], repeated: list[str], path: str
         elif event == "end_map":
             return obj
         elif event == "start_map":
-            obj[key] = _build_map(events, repeated, f"{path}{key}.")
+            inner = _deeper(path + key, depth)
+            obj[key] = _build_map(events, repeated, f"{path}{key}.", inner)
         elif event == "start_array":
-            obj[key] = _build_list(events, repeated, f"{path}{key}")
+            inner = _deeper(path + key, depth)
+            obj[key] = _build_list(events, repeated, f"{path}{key}", inner)
         else:
             obj[key] = value
     return obj  # pragma: no cover - the parser raises on truncated input
 
 
-def _build_list(events: Iterator[tuple[str, Any]], repeated: list[str], path: str) -> list[Any]:
+def _build_list(
+    events: Iterator[tuple[str, Any]], repeated: list[str], path: str, depth: int = 1
+) -> list[Any]:
     items: list[Any] = []
     for event, value in events:
         if event == "end_array":
             return items
         if event == "start_map":
-            items.append(_build_map(events, repeated, f"{path}[#{len(items)}]."))
+            inner = _deeper(path, depth)
+            items.append(_build_map(events, repeated, f"{path}[#{len(items)}].", inner))
         elif event == "start_array":
-            items.append(_build_list(events, repeated, f"{path}[#{len(items)}]"))
+            inner = _deeper(path, depth)
+            items.append(_build_list(events, repeated, f"{path}[#{len(items)}]", inner))
         else:
             items.append(value)
     return items  # pragma: no cover
 
 
-def _build_value(event: str, events: Iterator[tuple[str, Any]]) -> Any:
-    """An object or array whose start event was just read; a _Repeated if a name repeats."""
+def _build_value(event: str, events: Iterator[tuple[str, Any]], label: str) -> Any:
+    """An object or array whose start event was just read; a _Repeated if a name repeats.
+    `label` names it in a problem (`cost_entries[#3]`)."""
     repeated: list[str] = []
-    value: Any = (
-        _build_map(events, repeated, "")
-        if event == "start_map"
-        else _build_list(events, repeated, "")
-    )
+    try:
+        value: Any = (
+            _build_map(events, repeated, "")
+            if event == "start_map"
+            else _build_list(events, repeated, "")
+        )
+    except _TooDeep as exc:
+        where = f"{label}.{exc.field}" if exc.field else label
+        raise _BadSource(f"bundle: {where} nests deeper than {MAX_NESTING} levels") from None
     return _Repeated(value, repeated) if repeated else value
 
 
-def _array_items(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
-    for event, value in events:
+def _array_items(events: Iterator[tuple[str, Any]], key: str) -> Iterator[Any]:
+    # One outer event an item: a nested one is read to its end by _build_value.
+    for pos, (event, value) in enumerate(events):
         if event in ("start_map", "start_array"):
-            yield _build_value(event, events)
+            yield _build_value(event, events, f"{key}[#{pos}]")
         elif event == "end_array":
             return
         else:
@@ -1056,10 +1090,10 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
             key = value
             yield key, -2, None
         elif event == "start_array":
-            for pos, item in enumerate(_array_items(events)):
+            for pos, item in enumerate(_array_items(events, key)):
                 yield key, pos, item
         elif event == "start_map":
-            yield key, -1, _build_value(event, events)
+            yield key, -1, _build_value(event, events, key)
         elif event == "end_map":
             break
         else:
@@ -1405,11 +1439,7 @@ class _Load:
                 self.problems.add("delete.decisions: a decision is never deleted (SPEC 3)")
                 continue
             if kind_key == "fx_rates":
-                self.problems.add(
-                    "delete.fx_rates: an FX rate has no id to delete by; give it again with "
-                    "the rate that holds from that date"
-                )
-                continue
+                continue  # no id to delete by
             if kind_key not in _DELETABLE:
                 self.problems.add(f"delete.{kind_key}: not a kind that can be deleted")
                 continue
