@@ -12,6 +12,7 @@ import pytest
 
 from airoi.client import AiroiError, Client
 from airoi.client.client import retry_after_seconds, without_userinfo
+from airoi.client.dlt_source import rest_api_config
 
 OK = {"data": [{"id": 1}], "page": {"has_more": False, "next_cursor": None}}
 
@@ -249,6 +250,53 @@ def test_a_user_in_the_base_url_is_not_sent_and_the_token_is(base_url: str) -> N
     assert api.roi() == OK
     assert seen[0].headers["authorization"] == "Bearer secret"
     assert str(seen[0].url) == "http://api.test:8000/api/v1/roi"
+
+
+def test_a_token_read_with_its_line_break_is_sent_without_it() -> None:
+    # A token read from a file or `$(cat token)` ends in a newline; the header cannot carry it.
+    transport, seen = scripted(httpx.Response(200, json=OK))
+    api = Client("http://api.test", " airoi_secret\n", sleep=lambda _: None, transport=transport)
+    assert api.roi() == OK
+    assert seen[0].headers["authorization"] == "Bearer airoi_secret"
+
+
+@pytest.mark.parametrize("token", ["airoi_sec\r\nret", "airoi_sécret", "airoi_sec ret"])
+def test_a_token_a_header_cannot_carry_is_refused_at_once_and_never_said(token: str) -> None:
+    # It used to fail inside httpx, whose message quoted the whole header (the token), and was
+    # retried as if the server had not answered: the token was printed on every wait.
+    with pytest.raises(AiroiError) as refused:
+        Client("http://api.test", token, sleep=lambda _: None)
+    assert refused.value.status == 0
+    assert refused.value.message == (
+        "The token cannot be sent: it holds a space, a line break or a character that is not "
+        "ASCII (the token is not shown)."
+    )
+    assert "sec" not in refused.value.message
+    with pytest.raises(AiroiError) as empty:
+        Client("http://api.test", " \n", sleep=lambda _: None)
+    assert empty.value.message == "No token was given."
+    # The dlt source's configuration holds the same token: refused the same way.
+    with pytest.raises(AiroiError) as for_dlt:
+        rest_api_config("http://api.test", token)
+    assert for_dlt.value.message == refused.value.message
+    assert rest_api_config("http://api.test", "airoi_x\n")["client"]["auth"]["token"] == "airoi_x"
+
+
+def test_a_request_that_cannot_be_sent_is_not_retried_and_not_quoted() -> None:
+    sleeps: list[float] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.LocalProtocolError("Illegal header value b'Bearer secret-value'")
+
+    api = Client(
+        "http://api.test", "secret", sleep=sleeps.append, transport=httpx.MockTransport(refuse)
+    )
+    with pytest.raises(AiroiError) as refused:
+        api.roi()
+    assert sleeps == []
+    assert refused.value.status == 0
+    assert "secret-value" not in refused.value.message
+    assert refused.value.message == "The request to http://api.test/api/v1 could not be sent."
 
 
 @pytest.mark.parametrize(

@@ -190,6 +190,22 @@ def without_userinfo(url: str) -> str:
     return f"{scheme}{separator}{authority.rpartition('@')[2]}{rest[end:]}"
 
 
+def sendable_token(token: str) -> str:
+    """`token` without the whitespace around it (a token read from a file ends in a line
+    break). One a header cannot carry is refused here, never quoted: the HTTP library's own
+    error would quote the header, and the token with it."""
+    token = token.strip()
+    if not token:
+        raise AiroiError(0, "No token was given.")
+    if not all("!" <= char <= "~" for char in token):
+        raise AiroiError(
+            0,
+            "The token cannot be sent: it holds a space, a line break or a character that is "
+            "not ASCII (the token is not shown).",
+        )
+    return token
+
+
 class Client:
     """The airoi HTTP API for one token.
 
@@ -223,6 +239,7 @@ class Client:
         # given with. The API takes only the token; httpx would send a user:password as Basic
         # credentials in place of it.
         self.base_url = without_userinfo(base)
+        token = sendable_token(token)
         self.max_retries = max_retries
         self.max_wait = max_wait
         self.page_size = page_size
@@ -270,6 +287,9 @@ class Client:
             self.requests_sent += 1
             try:
                 response = self._http.get(path, params=dict(params or {}))
+            except httpx.LocalProtocolError as exc:
+                # The request could not be written (a header value); its text quotes headers.
+                raise AiroiError(0, f"The request to {self.base_url} could not be sent.") from exc
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
                 # A base URL without http:// or https:// fails the same way every time. The
                 # error's own text is left out: it can quote what stood before an "@".

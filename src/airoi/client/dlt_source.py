@@ -22,6 +22,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airoi.client.client import sendable_token
+
 if TYPE_CHECKING:
     from dlt.sources import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
         DltSource,
@@ -121,7 +123,7 @@ def rest_api_config(
     return {
         "client": {
             "base_url": base_url.rstrip("/") + "/",
-            "auth": {"type": "bearer", "token": token},
+            "auth": {"type": "bearer", "token": sendable_token(token)},
             "paginator": {
                 "type": "cursor",
                 "cursor_path": "page.next_cursor",
