@@ -674,6 +674,37 @@ PROBLEMS = [
 ]
 
 
+def test_an_account_holding_a_simulated_connection_stays_internal(engine: Engine) -> None:
+    # SPEC 2.9: only an internal account holds a simulated connection. The rule was checked
+    # when the connection was loaded, not when its account was loaded again without it.
+    bundle = base_bundle()
+    bundle["integrations"].append(
+        {
+            "id": 14,
+            "account_id": 2,
+            "platform": "openai",
+            "status": "active",
+            "auth_type": "api_key",
+            "simulated": True,
+        }
+    )
+    loaded(engine, bundle)
+    globex = {**base_bundle()["accounts"][1], "internal": False}
+    assert refused(engine, {"accounts": [globex]}) == [
+        "accounts[id=2].internal: false, but its connection 14 is simulated, which only an "
+        "internal account can hold (SPEC 2.9)"
+    ]
+    # Without the simulated connection (deleted, or given again as real) it may change.
+    real = {**bundle["integrations"][1], "simulated": False}
+    assert loaded(engine, {"accounts": [globex], "integrations": [real]}).updated["accounts"] == 1
+    loaded(
+        engine,
+        {"accounts": [base_bundle()["accounts"][1]], "integrations": [bundle["integrations"][1]]},
+    )
+    report = loaded(engine, {"accounts": [globex], "delete": {"integrations": [14]}})
+    assert (report.updated["accounts"], report.deleted["integrations"]) == (1, 1)
+
+
 @pytest.mark.parametrize(("change", "expected"), PROBLEMS)
 def test_a_problem_names_key_id_and_field_and_nothing_is_written(
     engine: Engine, change: Any, expected: str

@@ -1908,6 +1908,23 @@ class _Load:
                         f"{rec.label}.simulated: only an internal account can "
                         "hold a simulated connection"
                     )
+        # The same rule from the account's side: one loaded again as not internal must not
+        # keep a stored simulated connection the bundle neither deletes nor gives again.
+        given = {rec.row["id"] for rec in self.small["integrations"]}
+        going = self.deletes.get("integrations", set())
+        table = tables.integrations
+        for rec in self.small["accounts"]:
+            if rec.row["id"] is None or rec.row["internal"]:
+                continue
+            query = select(table.c.id).where(
+                table.c.account_id == rec.row["id"], table.c.simulated.is_(True)
+            )
+            for integration_id in self.conn.execute(query.order_by(table.c.id)).scalars():
+                if integration_id not in given and integration_id not in going:
+                    self.problems.add(
+                        f"{rec.label}.internal: false, but its connection {integration_id} is "
+                        "simulated, which only an internal account can hold (SPEC 2.9)"
+                    )
 
     def _check_decisions(self) -> None:
         """SPEC 3: a decision never changes once written; its initiative must resolve."""
