@@ -60,6 +60,9 @@ def test_filters_as_keywords(api: Client, base_url: str, account: Account) -> No
     ):
         assert len(list(api.cost_entries(updated_since=since))) == 7
     assert list(api.cost_entries(updated_since=datetime(2026, 6, 1, 9, 0, 1))) == []
+    # A date is its first moment in UTC (it was an AttributeError): 2026-06-01 09:00 is after.
+    assert len(list(api.cost_entries(updated_since=date(2026, 6, 1)))) == 7
+    assert list(api.cost_entries(updated_since=date(2026, 6, 2))) == []
     assert [r["metric_key"] for r in api.observations(metric_key="tickets_resolved")] == [
         "tickets_resolved"
     ] * 3

@@ -6,7 +6,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pyarrow  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
 Row = dict[str, Any]
-DateTimeLike = datetime | str
+DateTimeLike = datetime | date | str  # a date is its first moment, UTC
 DateLike = date | str
 Window = Literal["1yr", "3yr", "5yr", "all"]
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
@@ -35,6 +35,8 @@ def _datetime_text(value: DateTimeLike) -> str:
     """A datetime as the API reads it: ISO 8601, UTC with Z (a naive datetime is UTC)."""
     if isinstance(value, str):
         return value
+    if not isinstance(value, datetime):  # a date: from its first moment, UTC
+        value = datetime.combine(value, time.min)
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
     return value.isoformat(timespec="milliseconds") + "Z"
