@@ -37,7 +37,7 @@ from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError
 from airoi.listing import MAX_LIMIT
-from airoi.observability import Metrics, access_line, access_log
+from airoi.observability import Metrics, access_line, access_log, loggable_path
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
 from airoi.tokens import hash_token
@@ -126,6 +126,7 @@ async def _serve(scope: dict[str, Any], receive: Any, send: Any, *, duties: bool
         return
     seconds = time.perf_counter() - started
     metrics.observe(scope["method"], PATH, status, seconds)
+    path = loggable_path(scope["path"], PATH)
     access_log.info(
-        access_line(scope["method"], scope["path"], PATH, status, seconds, account_id, request_id)
+        access_line(scope["method"], path, PATH, status, seconds, account_id, request_id)
     )

@@ -147,6 +147,37 @@ def test_one_access_line_per_request_without_secrets(
         assert forbidden not in airoi_text, forbidden
 
 
+def test_a_path_is_logged_only_in_the_form_a_route_serves(
+    served: Client, seeded: Seeded, caplog: pytest.LogCaptureFixture
+) -> None:
+    # SEMANTICS R15: a client's path can hold a token pasted into it, an e-mail address or a
+    # query string escaped into the path; such a path was written to the log as it came.
+    caplog.set_level(logging.INFO, logger="airoi")
+    secret_paths = [
+        (f"/api/v1/{seeded.token}", 404),
+        ("/api/v1/initiatives/bob%40example.com", 400),
+        (f"/api/v1/initiatives/{seeded.token}", 400),
+        ("/api/v1/initiatives%3Fsecret=hunter2", 404),
+    ]
+    for path, status in secret_paths:
+        assert served.get(path, headers=bearer(seeded.token)).status_code == status, path
+    served.get(f"/api/v1/initiatives/{seeded.initiative_id}", headers=bearer(seeded.token))
+    served.get("/api/v1/cost_entries", params={"limit": "7"}, headers=bearer(seeded.token))
+    lines = access_lines(caplog)
+    assert [(line["path"], line["status"]) for line in lines] == [
+        (None, 404),
+        (None, 400),
+        (None, 400),
+        (None, 404),
+        (f"/api/v1/initiatives/{seeded.initiative_id}", 200),
+        ("/api/v1/cost_entries", 200),
+    ]
+    assert [line["route"] for line in lines[1:3]] == ["/api/v1/initiatives/{id}"] * 2
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("airoi"))
+    for forbidden in (seeded.token.removeprefix("airoi_"), "bob@example.com", "hunter2"):
+        assert forbidden not in logged, forbidden
+
+
 @pytest.mark.parametrize(
     "path", ['/api/v1/x"\\\ny', '/api/v1/x"\\\ny\u00e9\u2028\x85', "/api/v1/\ud800"]
 )

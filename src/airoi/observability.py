@@ -8,9 +8,10 @@ the error body), and on the way out it returns the connection to the pool, adds
 the context's headers to the response, writes one JSON line on the
 `airoi.access` logger and counts the request by route template and status.
 
-The log line holds the method, the path without its query string, the status,
-the duration, the account id and the request id: never a query value, a token,
-an e-mail address or a credential (SEMANTICS R15).
+The log line holds the method, the path without its query string (only in the form its
+route serves, ids in digits; null otherwise), the route template, the status, the duration,
+the account id and the request id: never a query value, a token, an e-mail address or a
+credential (SEMANTICS R15).
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class AccessLine(msgspec.Struct):
     """What the access log says of one request, in this order."""
 
     method: str
-    path: str
+    path: str | None
     route: str
     status: int
     duration_ms: float
@@ -175,7 +176,7 @@ _encode_line = msgspec.json.Encoder().encode
 
 def access_line(
     method: str,
-    path: str,
+    path: str | None,
     route: str,
     status: int,
     seconds: float,
@@ -194,6 +195,25 @@ def access_line(
     # Kept ASCII, as the line always was: a client's path can carry U+2028 or NEL, which a
     # reader splitting on every line break would cut the line at (rare: escaped the slow way).
     return json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
+
+
+_ROUTE_FORMS: dict[str, re.Pattern[str]] = {}
+
+
+def loggable_path(path: str, route: str) -> str | None:
+    """`path` when it is its route's own, each path parameter a whole number; else None.
+
+    A client's path is its own text: a token pasted into it, an e-mail address, a query
+    string escaped into it (SEMANTICS R15). The route template always says what was asked."""
+    if path == route:
+        return path
+    if route == UNMATCHED_ROUTE or "{" not in route:
+        return None
+    form = _ROUTE_FORMS.get(route)
+    if form is None:
+        parts = re.split(r"\{[^}]*\}", route)
+        form = _ROUTE_FORMS[route] = re.compile("[0-9]{1,19}".join(map(re.escape, parts)))
+    return path if form.fullmatch(path) else None
 
 
 def observe(app: Litestar, metrics: Metrics) -> None:
@@ -233,7 +253,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
             access_log.info(
                 access_line(
                     context.method,
-                    scope.get("path", ""),
+                    loggable_path(scope.get("path", ""), route),
                     route,
                     status,
                     seconds,
