@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 from litestar import Litestar, Request, get
 
+from airoi.tokens import TOKEN_PREFIX
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
@@ -99,7 +101,8 @@ def _request_id(scope: Scope) -> str:
     for name, value in scope.get("headers", ()):
         if name == b"x-request-id":
             text = bytes(value).decode("latin-1")
-            if _SANE_REQUEST_ID.fullmatch(text):
+            # Not a token either (a client's mistake that would put it in the log, R15).
+            if _SANE_REQUEST_ID.fullmatch(text) and not text.startswith(TOKEN_PREFIX):
                 return text
             break
     return uuid.uuid4().hex
