@@ -12,12 +12,14 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from litestar.testing import TestClient
 from sqlalchemy import func, select
@@ -356,6 +358,45 @@ def test_a_port_in_use_is_named_before_anything_is_loaded_or_printed(
         assert conn.execute(select(func.count()).select_from(tokens)).scalar() == 0
         assert conn.execute(select(func.count()).select_from(accounts)).scalar() == 0
     engine.dispose()
+
+
+def test_serve_starts_when_the_database_accepts_but_never_answers(tmp_path: Path) -> None:
+    # The start-up schema check connected with no time limit: a server that accepts and never
+    # answers (a half-dead database, a firewall) kept `airoi serve` from ever listening. It
+    # now gives up as the serving engine does, serves, and answers 503 until the store answers.
+    with socket.socket() as silent, socket.socket() as probe:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        database = f"postgresql+psycopg://airoi@127.0.0.1:{silent.getsockname()[1]}/none"
+        env = {
+            **os.environ,
+            "AIROI_DATABASE_URL": database,
+            "AIROI_STATEMENT_TIMEOUT_MS": "1000",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "airoi", "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            healthz = None
+            for _ in range(100):  # up to 20 s: the check gives up after 2 s
+                try:
+                    healthz = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.2)
+            assert healthz is not None and healthz.status_code == 200
+            assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10).status_code == 503
+        finally:
+            server.terminate()
+            _, stderr = server.communicate(timeout=20)
+    assert "the store cannot be reached at start" in stderr
 
 
 @pytest.mark.parametrize("port", ["0", "70000", "-1"])

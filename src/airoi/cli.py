@@ -289,7 +289,11 @@ def _require_current_schema(settings: Settings) -> None:
     from airoi.db.engine import make_engine
     from airoi.db.migrate import SchemaOutOfDate
 
-    engine = make_engine(settings.database_url, read_only=True)
+    # With the serving engine's time limits: a database that accepts and never answers would
+    # otherwise hold the start-up forever.
+    engine = make_engine(
+        settings.database_url, read_only=True, statement_timeout_ms=settings.statement_timeout_ms
+    )
     try:
         serving_schema_check(engine)
     except SchemaOutOfDate as exc:
