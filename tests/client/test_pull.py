@@ -85,11 +85,9 @@ def test_incremental_pull(
 
     with Client(base_url, account.token, page_size=2) as api:
         second = by_name(pull(api, target, fmt))
-        # Every row of the first load shares one stamp, so asking from it (inclusive) alone
-        # would bring all 7 again. The walk starts where the first walk's final page began
-        # (7 rows, 2 a page: the 7th alone), so that row comes again, then the two changed
-        # later: the changed one and the new one.
-        assert second["cost_entries"] == 1 + 2
+        # Rows changed at or after the remembered moment come: every row of the first load
+        # shares that one stamp (inclusive bound), plus the two changed later.
+        assert second["cost_entries"] == 7 + 1
         assert second["budgets"] == 3
         costs = stored(target, fmt, "cost_entries")
         assert len(costs) == 8
@@ -103,41 +101,14 @@ def test_incremental_pull(
             10_000 + 10_003 + 10_006 + (99_999 - 10_003) + 1
         ]
 
-        # Nothing changed since: only the second walk's final page comes again (2 a page, the
-        # 7th and the changed one first, then the new one alone), which the upsert absorbs;
-        # budgets (no updated_since) come whole.
+        # Nothing changed since: only the rows stamped at the remembered moment (LATER) come
+        # again, which the upsert absorbs; budgets (no updated_since) come whole.
         requests_before = api.requests_sent
         third = by_name(pull(api, target, fmt))
-        assert third["cost_entries"] == 1
+        assert third["cost_entries"] == 2
         assert sum(third.values()) - third["budgets"] <= 2 + 3 + 6 + 1 + 3 + 1 + 1
         assert api.requests_sent - requests_before <= 16
         assert len(stored(target, fmt, "cost_entries")) == 8
-
-
-def test_a_tail_the_server_refuses_falls_back_to_updated_since(
-    base_url: str, account: Account, tmp_path: Path
-) -> None:
-    target = target_for(tmp_path, "duckdb")
-    with Client(base_url, account.token, page_size=2) as api:
-        pull(api, target, "duckdb")
-    conn = duckdb.connect(str(target))
-    tails = dict(conn.execute("SELECT resource, tail FROM _airoi_state").fetchall())
-    assert tails["cost_entries"] is not None  # 7 rows, 2 a page: the last page had a cursor
-    assert tails["budgets"] is None  # re-read whole every time
-    # A store written before the tail was kept: no such column (it is added), no tail.
-    conn.execute("ALTER TABLE _airoi_state DROP COLUMN tail")
-    conn.close()
-    with Client(base_url, account.token, page_size=2) as api:
-        assert by_name(pull(api, target, "duckdb"))["cost_entries"] == 7
-    # A cursor the server does not take (another server's, say): asked from the remembered
-    # moment instead, as before the tail, and nothing is lost.
-    conn = duckdb.connect(str(target))
-    conn.execute("UPDATE _airoi_state SET tail = 'bm90LWEtY3Vyc29y'")
-    conn.close()
-    with Client(base_url, account.token, page_size=2) as api:
-        assert by_name(pull(api, target, "duckdb"))["cost_entries"] == 7
-        assert by_name(pull(api, target, "duckdb"))["cost_entries"] == 1
-    assert len(stored(target, "duckdb", "cost_entries")) == 7
 
 
 class Interrupted(RuntimeError):

@@ -1,11 +1,8 @@
 """`airoi pull`: every list resource of the account into DuckDB, Parquet or CSV, incrementally.
 
 Per resource the store remembers the largest `updated_at` of the last finished walk and
-asks with `updated_since` next time (inclusive, SPEC 4.A.1), starting at the cursor that
-walk's final page was asked with (its `tail`): that page comes again and the upsert by id
-absorbs it, where from the bound alone every row sharing the last `updated_at` would (a
-bundle loaded at once stamps all its rows alike). A server that refuses the tail is asked
-from the bound. While a walk is under way it also remembers the cursor of
+asks with `updated_since` next time (inclusive, so the last rows come again and the upsert
+by id absorbs them: SPEC 4.A.1). While a walk is under way it also remembers the cursor of
 the next page, so an interrupted run resumes where it stopped. Rows are written in
 batches of whole pages (`batch_rows`), each in one DuckDB transaction with the state that
 says they were written, so an interruption anywhere neither loses nor duplicates a row: the
@@ -30,21 +27,19 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, astuple, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
 
-from airoi.client.client import Client, ListResult, Page
-from airoi.client.errors import AiroiError
+from airoi.client.client import Client, Page
 from airoi.client.frames import rows_to_arrow
 
 Format = Literal["duckdb", "parquet", "csv"]
 STATE_TABLE = "_airoi_state"
 STATE_FILE = "_airoi_state.json"
-STATE_COLUMNS = "updated_since, walk_since, cursor, walk_max, tail"  # WalkState's, in order
 # CSV only: each file's column types, so that the next run reads the text back as it was
 # written rather than as DuckDB's type detection would guess it ("7.10" is not 7.1).
 COLUMNS_FILE = "_airoi_columns.json"
@@ -83,10 +78,6 @@ class WalkState:
     walk_since: str | None = None  # the updated_since the walk under way was asked with
     cursor: str | None = None  # the next page of the walk under way; None when none is
     walk_max: str | None = None  # largest updated_at seen so far in the walk under way
-    # The cursor the last finished walk's final page was asked with. The next walk starts
-    # there: it reads that page again and what changed since, not every row that shares the
-    # last updated_at (a whole bundle loaded at once shares one).
-    tail: str | None = None
 
 
 @dataclass
@@ -137,8 +128,6 @@ class Store:
             " resource VARCHAR PRIMARY KEY, updated_since VARCHAR, walk_since VARCHAR,"
             " cursor VARCHAR, walk_max VARCHAR, pulled_at TIMESTAMPTZ)"
         )
-        # Stores written before the tail was remembered have no column for it.
-        self.conn.execute(f"ALTER TABLE {STATE_TABLE} ADD COLUMN IF NOT EXISTS tail VARCHAR")
         if fmt != "duckdb":
             self._load_files()
 
@@ -203,8 +192,13 @@ class Store:
             _replace_json(self.target / COLUMNS_FILE, self._csv_types)
 
     def _write_state_file(self) -> None:
-        rows = self.conn.execute(f"SELECT resource, {STATE_COLUMNS} FROM {STATE_TABLE}").fetchall()
-        saved = {name: asdict(WalkState(*state)) for name, *state in rows}
+        rows = self.conn.execute(
+            f"SELECT resource, updated_since, walk_since, cursor, walk_max FROM {STATE_TABLE}"
+        ).fetchall()
+        saved = {
+            name: asdict(WalkState(since, walk_since, cursor, walk_max))
+            for name, since, walk_since, cursor, walk_max in rows
+        }
         _replace_json(self.target / STATE_FILE, saved)
 
     def _flush(self, resource: Resource, *, done: bool) -> None:
@@ -222,15 +216,16 @@ class Store:
 
     def state(self, name: str) -> WalkState:
         row = self.conn.execute(
-            f"SELECT {STATE_COLUMNS} FROM {STATE_TABLE} WHERE resource = ?", [name]
+            f"SELECT updated_since, walk_since, cursor, walk_max FROM {STATE_TABLE}"
+            " WHERE resource = ?",
+            [name],
         ).fetchone()
         return WalkState(*row) if row else WalkState()
 
     def _save_state(self, name: str, state: WalkState) -> None:
         self.conn.execute(
-            f"INSERT OR REPLACE INTO {STATE_TABLE} (resource, {STATE_COLUMNS}, pulled_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, now())",
-            [name, *astuple(state)],
+            f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES (?, ?, ?, ?, ?, now())",
+            [name, state.updated_since, state.walk_since, state.cursor, state.walk_max],
         )
 
     def _exists(self, table: str) -> bool:
@@ -351,21 +346,6 @@ def read_ahead(pages: Iterator[Page]) -> Iterator[Page]:
     fetcher.shutdown()
 
 
-def _pages_from_tail(listing: ListResult, tail: str) -> Iterator[Page]:
-    """The pages from a finished walk's `tail` (the cursor its final page was asked with),
-    or from the first page when the server refuses that cursor (a 400: another server)."""
-    pages = listing.pages(cursor=tail)
-    try:
-        first = next(pages)
-    except AiroiError as exc:
-        if exc.status != 400:
-            raise
-        yield from listing.pages()
-        return
-    yield first
-    yield from pages
-
-
 def pull_resource(
     client: Client,
     store: Store,
@@ -390,19 +370,13 @@ def pull_resource(
     params = dict(resource.params)
     if resource.incremental and since is not None:
         params["updated_since"] = since
-    listing = client.rows(resource.name, **params)
-    if state.cursor is None and since is not None and state.tail is not None:
-        pages = _pages_from_tail(listing, state.tail)
-    else:
-        pages = listing.pages(cursor=state.cursor)
     batch: list[dict[str, Any]] = []
-    for page in read_ahead(pages):
+    for page in read_ahead(client.rows(resource.name, **params).pages(cursor=state.cursor)):
         for row in page.data:
             walk_max = _later(walk_max, row.get("updated_at"))
         done = not page.has_more or not page.next_cursor
         if done:
-            tail = page.cursor if resource.incremental else None
-            new_state = WalkState(updated_since=_later(state.updated_since, walk_max), tail=tail)
+            new_state = WalkState(updated_since=_later(state.updated_since, walk_max))
         else:
             new_state = replace(state, walk_since=since, cursor=page.next_cursor, walk_max=walk_max)
         batch += page.data
