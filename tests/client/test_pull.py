@@ -111,6 +111,33 @@ def test_incremental_pull(
         assert len(stored(target, fmt, "cost_entries")) == 8
 
 
+def test_a_row_stored_later_at_the_last_moment_is_not_missed(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path
+) -> None:
+    # SPEC 4.A.1: updated_since is inclusive so that a row saved in the same millisecond as the
+    # last one seen is not missed. A bundle may give updated_at itself, and its ids are the
+    # source's: here a row with a lower id comes later, stamped with the moment already seen.
+    # Starting the next walk at the last page's cursor (past that moment's lower ids) lost it.
+    target = target_for(tmp_path, "duckdb")
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, "duckdb")
+    last = max(raw_walk(base_url, account.token, "cost_entries"), key=lambda r: r["updated_at"])
+    late = account.builder.cost_entry(
+        account.initiatives[0],
+        id=7,  # below every id the first load gave (they start at 1000)
+        amount_cents=7,
+        currency="USD",
+        created_at=last["updated_at"],
+        updated_at=last["updated_at"],
+    )
+    account.load(engine, LATER)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, "duckdb")
+    ids = [row["id"] for row in stored(target, "duckdb", "cost_entries")]
+    assert late in ids
+    assert ids == expected_ids(base_url, account.token, "cost_entries")
+
+
 class Interrupted(RuntimeError):
     pass
 
