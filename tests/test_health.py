@@ -9,6 +9,7 @@ service answers again by itself once the database is back.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -86,6 +87,29 @@ def test_a_database_that_cannot_be_reached_is_503(
             "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers
         )
         assert mcp.status_code == 401
+
+
+def test_a_database_fault_is_logged_with_the_route_not_the_path_as_sent(app_client: Any) -> None:
+    # SEMANTICS R15: the client's path can hold a token pasted into it. The warning named the
+    # path as sent; it names the route the path matched (the path when in the route's form).
+    client = app_client(Settings(database_url="postgresql+psycopg://airoi@127.0.0.1:9/none"))
+    pasted = "airoi_" + "p" * 43
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("airoi")  # set up by the app: caplog's root handler is gone
+    logger.addHandler(handler)
+    try:
+        for path in (f"/api/v1/initiatives/{pasted}", "/api/v1/initiatives/42"):
+            assert_503(client.get(path, headers=bearer("airoi_" + "x" * 43)))
+    finally:
+        logger.removeHandler(handler)
+    messages = [r.getMessage() for r in records]
+    logged = [m for m in messages if "database unavailable" in m]
+    assert len(logged) == 2, messages
+    assert logged[0].startswith("database unavailable on /api/v1/initiatives/{id} (request ")
+    assert logged[1].startswith("database unavailable on /api/v1/initiatives/42 (request ")
+    assert not any("p" * 43 in m for m in messages)
 
 
 def test_a_sqlite_store_that_cannot_be_opened_is_503(tmp_path: Any, app_client: Any) -> None:

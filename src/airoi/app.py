@@ -53,9 +53,11 @@ from airoi.db.migrate import require_current_schema
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.health import database_failure, healthz, readyz
 from airoi.observability import (
+    UNMATCHED_ROUTE,
     Metrics,
     access_log,
     held_context,
+    loggable_path,
     metrics_endpoint,
     observe,
     request_id_of,
@@ -65,6 +67,7 @@ from airoi.settings import Settings
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 
+log = logging.getLogger("airoi")
 API_PREFIX = "/api/v1"
 OPENAPI_PATH = f"{API_PREFIX}/openapi.json"
 OPENAPI_STATE_KEY = "openapi_description"
@@ -191,12 +194,15 @@ def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
         message = _STATUS_MESSAGES.get(status) or (exc.detail if status < 500 else "")
         message = message or "The request could not be served."
         return error_response(status, message, headers, request_id)
+    # SEMANTICS R15: the route asked, not the path as sent (a token can be pasted into a path).
+    route = request.scope.get("path_template") or UNMATCHED_ROUTE
+    asked = loggable_path(request.scope.get("path", ""), route) or route
     unavailable = database_failure(exc)
     if unavailable is not None:
         # A fault of the database, not of this code: one line, no traceback, no SQL.
-        request.logger.warning(
+        log.warning(
             "database unavailable on %s (request %s): %s",
-            request.url.path,
+            asked,
             request_id,
             type(getattr(exc, "orig", None) or exc).__name__,
         )
@@ -206,10 +212,10 @@ def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
     # SEMANTICS R15: an exception's message can carry bound values (a token hash, a row), so
     # the log gets its class and where it was raised, never its text.
     where = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)))
-    request.logger.error(
+    log.error(
         "unhandled %s on %s (request %s)\n%s",
         type(exc).__name__,
-        request.url.path,
+        asked,
         request_id,
         where,
     )
