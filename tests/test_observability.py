@@ -93,6 +93,10 @@ def test_a_sane_client_request_id_is_echoed_and_another_replaced(
         returned = response.headers["x-request-id"]
         assert returned != insane
         assert re.fullmatch(r"[0-9a-f]{32}", returned)
+    # A bundle's token may have no prefix: the credential the request carries is replaced too.
+    bare = seeded.token.removeprefix("airoi_")
+    response = served.get("/api/v1/roi", headers={**bearer(seeded.token), "X-Request-Id": bare})
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
 
 
 def test_one_access_line_per_request_without_secrets(

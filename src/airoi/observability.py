@@ -98,13 +98,23 @@ def request_id_of(request: Request[Any, Any, Any]) -> str | None:
 
 
 def _request_id(scope: Scope) -> str:
+    given: bytes | None = None
+    authorization = b""
     for name, value in scope.get("headers", ()):
-        if name == b"x-request-id":
-            text = bytes(value).decode("latin-1")
-            # Not a token either (a client's mistake that would put it in the log, R15).
-            if _SANE_REQUEST_ID.fullmatch(text) and not text.startswith(TOKEN_PREFIX):
-                return text
-            break
+        if name == b"x-request-id" and given is None:
+            given = bytes(value)
+        elif name == b"authorization" and not authorization:
+            authorization = bytes(value)
+    if given is not None:
+        text = given.decode("latin-1")
+        # Not a token either: a client's mistake that would put it in the log (R15), told by
+        # its prefix or by being the credential this request carries.
+        if (
+            _SANE_REQUEST_ID.fullmatch(text)
+            and not text.startswith(TOKEN_PREFIX)
+            and given not in authorization
+        ):
+            return text
     return uuid.uuid4().hex
 
 
