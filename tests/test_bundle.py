@@ -661,12 +661,15 @@ PROBLEMS = [
     ),
     (_top("delete", {"decisions": [9]}), "delete.decisions: a decision is never deleted (SPEC 3)"),
     (_top("delete", {"vendors": [1]}), "delete.vendors: not a kind that can be deleted"),
-    # Other text refuses a lone surrogate; a secret that holds one can never be sent.
-    (
-        _add("tokens", user_id=1, token="airoi_" + "s" * 43 + "\ud800"),
-        "tokens[user_id=1].token: holds a lone surrogate (a \\ud800 to \\udfff escape without "
-        "its pair)",
-    ),
+    # A secret the client cannot send (a lone surrogate, a space, a line break, é) opens nothing.
+    *[
+        (
+            _add("tokens", user_id=1, token="airoi_" + "s" * 43 + odd),
+            "tokens[user_id=1].token: holds a space, a line break or a character that is not "
+            "ASCII, which no request header can carry",
+        )
+        for odd in ("\ud800", " ", "\n", "é")
+    ],
     (
         _top("delete", {"initiatives": ["5"]}),
         "delete.initiatives[#0]: '5' is not an id (a positive integer below 2**63)",

@@ -390,7 +390,13 @@ def _rate_hint(number: int | Decimal | float) -> str:
 
 def _conv_secret(value: Any) -> str:
     if type(value) is str and value.strip():
-        return _check_text(value)
+        # Sent in a request header, as the client sends it: printable ASCII, no space.
+        if not all("!" <= char <= "~" for char in value):
+            raise _Bad(
+                "holds a space, a line break or a character that is not ASCII, which no "
+                "request header can carry"
+            )
+        return value
     raise _Bad("not a token secret (a non-empty string)")
 
 
