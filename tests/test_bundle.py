@@ -1159,6 +1159,13 @@ def test_deleting_a_metric_or_a_connection_unlinks_the_rows_that_named_it(engine
         assert any(expected in problem for problem in caught.value.problems), caught.value
     deleting_again = loaded(engine, {"delete": {"metrics": [6], "integrations": [4]}})
     assert deleting_again.totals() == {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0}
+    # Connection 4 deleted and given again in one bundle, with the rows naming it: each row is
+    # counted once, as written (17 and 31 linked again: updated; 18 never named it), where
+    # the unlinking counted them a second time.
+    loaded(engine, bundle)
+    again = loaded(engine, {**bundle, "delete": {"integrations": [4]}}, now=LATER)
+    counts = {k: (again.updated[k], again.unchanged[k]) for k in ("cost_entries", "observations")}
+    assert counts == {"cost_entries": (1, 1), "observations": (1, 0)}, counts
 
 
 def test_a_metric_given_a_new_key_takes_its_readings_with_it(engine: Engine) -> None:

@@ -2096,7 +2096,8 @@ class _Load:
                 changed = self._unlink(child, column, self.deletes[key])
                 unlinked.setdefault(child, set()).update(changed)
         for key, row_ids in unlinked.items():
-            self.report.updated[key] += len(row_ids)  # a row unlinked twice changed once
+            # A row unlinked twice changed once; one the bundle gives is counted when written.
+            self.report.updated[key] += len(row_ids - self.big_ids.get(key, set()))
 
     def _unlink(self, key: str, column: str, ids: set[int]) -> set[int]:
         """Set `column` to null where it names one of `ids`; the ids of the rows changed."""
