@@ -1170,6 +1170,11 @@ def test_deleting_a_metric_or_a_connection_unlinks_the_rows_that_named_it(engine
     again = loaded(engine, {**bundle, "delete": {"integrations": [4]}}, now=LATER)
     counts = {k: (again.updated[k], again.unchanged[k]) for k in ("cost_entries", "observations")}
     assert counts == {"cost_entries": (1, 1), "observations": (1, 0)}, counts
+    # Given again as it now is (no connection): still a row this load changed.
+    as_now = {**bundle["cost_entries"][0], "source": {"type": "sync"}}
+    after = loaded(engine, {"cost_entries": [as_now], "delete": {"integrations": [4]}}, now=LATER)
+    assert (after.updated["cost_entries"], after.unchanged["cost_entries"]) == (1, 0)
+    assert one(engine, tables.cost_entries, id=17)["source_connection_id"] is None
 
 
 def test_a_metric_given_a_new_key_takes_its_readings_with_it(engine: Engine) -> None:

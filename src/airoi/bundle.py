@@ -1362,6 +1362,7 @@ class _Load:
         # Big kinds: ids seen, and per combination of the fields that reach
         # other records, the ids carrying it (capped) for naming problems.
         self.big_ids: dict[str, set[int]] = {key: set() for key in _BIG}
+        self.unlinked: dict[str, set[int]] = {}  # rows this load's deletes unlinked, by kind
         self.big_groups: dict[str, dict[tuple[Any, ...], list[int]]] = {key: {} for key in _BIG}
         self.big_existing: dict[str, dict[tuple[Any, ...], list[int]]] = {key: {} for key in _BIG}
         self.pending: dict[str, dict[int, tuple[Any, ...]]] = {key: {} for key in _BIG}
@@ -2090,13 +2091,14 @@ class _Load:
         # The rows naming a deleted metric or connection stay, unlinked, as a deleted
         # initiative's decisions do: a dangling id would be refused on their re-load. After
         # the deletes, so the rows that went with their initiative are not counted.
-        unlinked: dict[str, set[int]] = {}
+        unlinked = self.unlinked
         for key, columns in _UNLINKED_ON_DELETE.items():
             for child, column in columns if self.deletes.get(key) else ():
                 changed = self._unlink(child, column, self.deletes[key])
                 unlinked.setdefault(child, set()).update(changed)
         for key, row_ids in unlinked.items():
-            # A row unlinked twice changed once; one the bundle gives is counted when written.
+            # A row unlinked twice changed once; one the bundle gives is counted when written
+            # (as updated even when given as it now is: the unlinking changed it).
             self.report.updated[key] += len(row_ids - self.big_ids.get(key, set()))
 
     def _unlink(self, key: str, column: str, ids: set[int]) -> set[int]:
@@ -2226,7 +2228,10 @@ class _Load:
             if reporting:
                 self._derive_reporting(kind.key, row)
             if same:
-                self.report.unchanged[kind.key] += 1
+                if row["id"] in self.unlinked.get(kind.key, ()):
+                    self.report.updated[kind.key] += 1  # changed by this load's unlinking
+                else:
+                    self.report.unchanged[kind.key] += 1
                 # Served fields unchanged; the derived sums may still move (new FX rates).
                 if reporting and any(stored[c] != row[c] for c in reporting):
                     refreshed.append({"b_id": row["id"], **{c: row[c] for c in reporting}})
