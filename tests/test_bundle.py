@@ -666,7 +666,7 @@ PROBLEMS = [
         (
             _add("tokens", user_id=1, token="airoi_" + "s" * 43 + odd),
             "tokens[user_id=1].token: holds a space, a line break or a character that is not "
-            "ASCII, which no request header can carry",
+            "ASCII: a client cannot send it as given",
         )
         for odd in ("\ud800", " ", "\n", "é")
     ],

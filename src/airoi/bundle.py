@@ -393,8 +393,8 @@ def _conv_secret(value: Any) -> str:
         # Sent in a request header, as the client sends it: printable ASCII, no space.
         if not all("!" <= char <= "~" for char in value):
             raise _Bad(
-                "holds a space, a line break or a character that is not ASCII, which no "
-                "request header can carry"
+                "holds a space, a line break or a character that is not ASCII: a client "
+                "cannot send it as given"
             )
         return value
     raise _Bad("not a token secret (a non-empty string)")
