@@ -40,5 +40,6 @@ def test_unhandled_error_is_500_without_its_message_in_body_or_log(
     assert secret not in response.text and "Traceback" not in response.text
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "RuntimeError" in logged
+    assert "unhandled RuntimeError on /api/v1/metrics (request " in logged  # the route asked
     assert secret not in logged
     assert token not in logged
