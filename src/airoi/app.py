@@ -11,6 +11,7 @@ import re
 import sys
 import traceback
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Union, cast
 
 import msgspec
@@ -74,9 +75,7 @@ OPENAPI_STATE_KEY = "openapi_description"
 PUBLIC_OPT = "public"
 # An ASGI route takes every method; one that serves only some names them under this key.
 SERVED_METHODS_OPT = "served_methods"
-QUERY_NAMES_OPT = "declared_query_names"
-INTEGER_NAMES_OPT = "integer_query_names"
-NULLABLE_TYPES_OPT = "nullable_query_types"
+QUERY_RULES_OPT = "query_rules"
 # A whole number as JSON writes one: digits, no leading zero, an optional minus.
 WHOLE_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)")
 LEADING_ZERO = re.compile(r"-?0[0-9]+")
@@ -224,46 +223,37 @@ def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
     )
 
 
-def declared_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
-    """The query names a handler declares, read from its signature (built once, at startup)."""
+@dataclass(frozen=True)
+class QueryRules:
+    """What `strict_parameters` holds a handler's query to, read from its signature once."""
+
+    declared: frozenset[str]  # every query name it declares
+    integers: frozenset[str]  # those typed int (or int | None); bool, a subclass of int, is not
+    # Those that may be left out and are not text, each with its type without None: the
+    # conversion underneath reads "null" as None for them, as if the parameter were not given.
+    nullable: dict[str, Any]
+
+
+def query_rules(handler: HTTPRouteHandler) -> QueryRules:
     path_names = set(handler.paths and {p for path in handler.paths for p in _path_params(path)})
     dependencies = handler.resolve_dependencies()
-    names = set()
+    declared: set[str] = set()
+    integers: set[str] = set()
+    nullable: dict[str, Any] = {}
     for name, param in handler.parsed_fn_signature.parameters.items():
         if name in path_names or name in dependencies or name in {"request", "state"}:
             continue
         kwarg = param.kwarg_definition
-        names.add(kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name)
-    return frozenset(names)
-
-
-def integer_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
-    """The declared query names typed int (or int | None); bool, a subclass of int, is not."""
-    names = set()
-    for name, param in handler.parsed_fn_signature.parameters.items():
+        query = kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name
+        declared.add(query)
         types = param.inner_types if param.is_union else (param,)
         if any(t.is_subclass_of(int) and not t.is_subclass_of(bool) for t in types):
-            kwarg = param.kwarg_definition
-            names.add(kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name)
-    return frozenset(names) & declared_query_names(handler)
-
-
-def nullable_query_types(handler: HTTPRouteHandler) -> dict[str, Any]:
-    """The declared query names that may be left out and are not text, each with its type
-    without None. The conversion underneath reads "null" as None for those: as if the
-    parameter were not given."""
-    types: dict[str, Any] = {}
-    for name, param in handler.parsed_fn_signature.parameters.items():
-        if not (param.is_union and param.is_optional):
-            continue
-        if any(t.is_subclass_of(str) for t in param.inner_types):
-            continue  # text takes "null" as the text it is
-        given = [t.annotation for t in param.inner_types if t.annotation is not type(None)]
-        kwarg = param.kwarg_definition
-        query = kwarg.query if isinstance(kwarg, ParameterKwarg) and kwarg.query else name
-        types[query] = given[0] if len(given) == 1 else Union[tuple(given)]  # noqa: UP007
-    declared = declared_query_names(handler)
-    return {name: kind for name, kind in types.items() if name in declared}
+            integers.add(query)
+        # Text takes "null" as the text it is.
+        if param.is_optional and not any(t.is_subclass_of(str) for t in types):
+            given = [t.annotation for t in types if t.annotation is not type(None)]
+            nullable[query] = given[0] if len(given) == 1 else Union[tuple(given)]  # noqa: UP007
+    return QueryRules(frozenset(declared), frozenset(integers), nullable)
 
 
 def _not_valid(name: str, value: str, kind: Any) -> ApiError:
@@ -286,15 +276,10 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
     # async, so the framework runs it on the event loop rather than hopping to a thread.
     """SEMANTICS R12: a query name the endpoint does not declare is refused, as is a repeat."""
     handler = request.route_handler
-    allowed = handler.opt.get(QUERY_NAMES_OPT)
-    if allowed is None:  # read from the signature once per registered handler
-        allowed = handler.opt[QUERY_NAMES_OPT] = declared_query_names(handler)
-    integers = handler.opt.get(INTEGER_NAMES_OPT)
-    if integers is None:
-        integers = handler.opt[INTEGER_NAMES_OPT] = integer_query_names(handler)
-    nullable = handler.opt.get(NULLABLE_TYPES_OPT)
-    if nullable is None:
-        nullable = handler.opt[NULLABLE_TYPES_OPT] = nullable_query_types(handler)
+    rules: QueryRules | None = handler.opt.get(QUERY_RULES_OPT)
+    if rules is None:  # read from the signature once per registered handler
+        rules = handler.opt[QUERY_RULES_OPT] = query_rules(handler)
+    allowed, integers, nullable = rules.declared, rules.integers, rules.nullable
     seen: set[str] = set()
     for name, value in request.query_params.multi_items():
         if name not in allowed:
