@@ -54,11 +54,10 @@ from airoi.db.migrate import require_current_schema
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.health import database_failure, healthz, readyz
 from airoi.observability import (
-    UNMATCHED_ROUTE,
     Metrics,
     access_log,
+    asked,
     held_context,
-    loggable_path,
     metrics_endpoint,
     observe,
     request_id_of,
@@ -194,14 +193,14 @@ def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
         message = message or "The request could not be served."
         return error_response(status, message, headers, request_id)
     # SEMANTICS R15: the route asked, not the path as sent (a token can be pasted into a path).
-    route = request.scope.get("path_template") or UNMATCHED_ROUTE
-    asked = loggable_path(request.scope.get("path", ""), route) or route
+    route, path = asked(request.scope)  # type: ignore[arg-type]
+    where_asked = path or route
     unavailable = database_failure(exc)
     if unavailable is not None:
         # A fault of the database, not of this code: one line, no traceback, no SQL.
         log.warning(
             "database unavailable on %s (request %s): %s",
-            asked,
+            where_asked,
             request_id,
             type(getattr(exc, "orig", None) or exc).__name__,
         )
@@ -214,7 +213,7 @@ def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
     log.error(
         "unhandled %s on %s (request %s)\n%s",
         type(exc).__name__,
-        asked,
+        where_asked,
         request_id,
         where,
     )

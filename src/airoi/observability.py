@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 from litestar import Litestar, Request, get
 
+from airoi.tokens import SECRET_MIN_LENGTH
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
@@ -39,10 +41,9 @@ UNMATCHED_ROUTE = "unmatched"
 # Any other method a client makes up is counted as "other", so labels stay few.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
 
-# A client's own id is echoed when it is short and plain; otherwise one is made up.
-# A client's own id is echoed and logged when it is plain and shorter than any token (R29:
-# 43 characters at least), so a token sent as one, by mistake, never is (R15).
-_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,41}")
+# A client's own id is echoed and logged when it is plain and shorter than any token (R29),
+# so a token sent as one, by mistake, never is (R15); otherwise one is made up.
+_SANE_REQUEST_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{SECRET_MIN_LENGTH - 2}}}")
 # Latency buckets in seconds: a keyset page is about a millisecond, a timeout five seconds.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -202,6 +203,13 @@ def access_line(
 _ROUTE_FORMS: dict[str, re.Pattern[str]] = {}
 
 
+def asked(scope: Scope) -> tuple[str, str | None]:
+    """The route template a request matched ("unmatched" if none), and its path as it may be
+    logged (`loggable_path`)."""
+    route = scope.get("path_template") or UNMATCHED_ROUTE
+    return route, loggable_path(scope.get("path", ""), route)
+
+
 def loggable_path(path: str, route: str) -> str | None:
     """`path` when it is its route's own, each path parameter a whole number; else None.
 
@@ -249,13 +257,13 @@ def observe(app: Litestar, metrics: Metrics) -> None:
         finally:
             context.release()
             seconds = time.perf_counter() - started
-            route = scope.get("path_template") or UNMATCHED_ROUTE
+            route, path = asked(scope)
             method = context.method if context.method in _METHODS else "other"
             metrics.observe(method, route, status, seconds)
             access_log.info(
                 access_line(
                     context.method,
-                    loggable_path(scope.get("path", ""), route),
+                    path,
                     route,
                     status,
                     seconds,
