@@ -65,6 +65,7 @@ from airoi.tokens import (
     TOKEN_PREFIX,
     hash_token,
     secret_length,
+    sendable,
     shown_prefix,
 )
 
@@ -390,8 +391,7 @@ def _rate_hint(number: int | Decimal | float) -> str:
 
 def _conv_secret(value: Any) -> str:
     if type(value) is str and value.strip():
-        # Sent in a request header, as the client sends it: printable ASCII, no space.
-        if not all("!" <= char <= "~" for char in value):
+        if not sendable(value):
             raise _Bad(
                 "holds a space, a line break or a character that is not ASCII: a client "
                 "cannot send it as given"

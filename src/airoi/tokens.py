@@ -26,6 +26,12 @@ def secret_length(token: str) -> int:
     return len(token.removeprefix(TOKEN_PREFIX))
 
 
+def sendable(token: str) -> bool:
+    """Whether a client can send `token` in an Authorization header as it is: printable
+    ASCII, no space (the client and the loader both hold tokens to this)."""
+    return all("!" <= char <= "~" for char in token)
+
+
 def hash_token(secret: str) -> str:
     # The secret carries 256 bits of entropy, so one SHA-256 is enough: there is
     # nothing to brute-force, and lookup by hash keeps comparison constant-time.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from airoi.client.errors import AiroiError
+from airoi.tokens import sendable
 
 if TYPE_CHECKING:
     import pandas  # type: ignore[import-untyped, import-not-found, unused-ignore]
@@ -199,7 +200,7 @@ def sendable_token(token: str) -> str:
     token = token.strip()
     if not token:
         raise AiroiError(0, "No token was given.")
-    if not all("!" <= char <= "~" for char in token):
+    if not sendable(token):
         raise AiroiError(
             0,
             "The token cannot be sent: it holds a space, a line break or a character that is "
