@@ -121,8 +121,12 @@ _DELETABLE: Final = (
     "assessments",
     "initiatives",
 )
-# Deleting one of these sets the column naming it to null on the rows of these kinds.
+# Deleting one of these sets the column naming it to null on the rows of these kinds, with a
+# new updated_at so a sync by updated_since sees the change (BUNDLE load rules). A deleted
+# initiative's decisions stay so (nothing else about them changes, SPEC 3); a dangling
+# metric or connection id would be refused when its row is loaded again.
 _UNLINKED_ON_DELETE: Final = {
+    "initiatives": (("decisions", "initiative_id"),),
     "metrics": (("observations", "metric_id"),),
     "integrations": (
         ("cost_entries", "source_connection_id"),
@@ -1919,18 +1923,24 @@ class _Load:
         # keep a stored simulated connection the bundle neither deletes nor gives again.
         given = {rec.row["id"] for rec in self.small["integrations"]}
         going = self.deletes.get("integrations", set())
+        external = {
+            rec.row["id"]: rec
+            for rec in self.small["accounts"]
+            if rec.row["id"] is not None and not rec.row["internal"]
+        }
         table = tables.integrations
-        for rec in self.small["accounts"]:
-            if rec.row["id"] is None or rec.row["internal"]:
-                continue
-            query = select(table.c.id).where(
-                table.c.account_id == rec.row["id"], table.c.simulated.is_(True)
+        for batch in _chunks(sorted(external)):
+            query = (
+                select(table.c.account_id, table.c.id)
+                .where(table.c.account_id.in_(batch), table.c.simulated.is_(True))
+                .order_by(table.c.id)
             )
-            for integration_id in self.conn.execute(query.order_by(table.c.id)).scalars():
+            for account_id, integration_id in self.conn.execute(query):
                 if integration_id not in given and integration_id not in going:
                     self.problems.add(
-                        f"{rec.label}.internal: false, but its connection {integration_id} is "
-                        "simulated, which only an internal account can hold (SPEC 2.9)"
+                        f"{external[account_id].label}.internal: false, but its connection "
+                        f"{integration_id} is simulated, which only an internal account can "
+                        "hold (SPEC 2.9)"
                     )
 
     def _check_decisions(self) -> None:
@@ -2043,7 +2053,8 @@ class _Load:
     # ----------------------------------------------------------------- pass 2
 
     def write(self) -> None:
-        renamed = self._stored_metric_keys()
+        # Read before the metrics are written, to tell a metric given a new key.
+        renamed = self._stored_metric_keys(rec.row["id"] for rec in self.small["metrics"])
         self._apply_deletes()
         for key in _SMALL_WRITE_ORDER:
             self._write_small(key)
@@ -2071,26 +2082,13 @@ class _Load:
             ids = self.deletes.get(key)
             if not ids:
                 continue
-            if key == "initiatives":
-                # Children go with their initiative. Decisions stay, unlinked: nothing
-                # else about them changes (SPEC 3), but the row did change, so it gets a
-                # new updated_at and a sync by updated_since sees it (BUNDLE load rules).
+            if key == "initiatives":  # its children go with it; its decisions stay, below
                 for child in _INITIATIVE_CHILDREN:
                     gone = self._delete_where(child, "initiative_id", ids)
                     if gone:
                         deleted[child] = deleted.get(child, 0) + gone
-                table = tables.decisions
-                for batch in _chunks(sorted(ids)):
-                    result = self.conn.execute(
-                        update(table)
-                        .where(table.c.initiative_id.in_(batch))
-                        .values(initiative_id=None, updated_at=self.now)
-                    )
-                    self.report.updated["decisions"] += max(result.rowcount, 0)
             deleted[key] = deleted.get(key, 0) + self._delete_where(key, "id", ids)
-        # The rows naming a deleted metric or connection stay, unlinked, as a deleted
-        # initiative's decisions do: a dangling id would be refused on their re-load. After
-        # the deletes, so the rows that went with their initiative are not counted.
+        # After the deletes, so the rows that went with their initiative are not counted.
         unlinked = self.unlinked
         for key, columns in _UNLINKED_ON_DELETE.items():
             for child, column in columns if self.deletes.get(key) else ():
@@ -2439,10 +2437,7 @@ class _Load:
 
     def _load_metric_keys(self) -> None:
         metric_ids = {group[1] for group in self.big_groups["observations"] if group[1] is not None}
-        table = tables.metrics
-        for batch in _chunks(sorted(metric_ids)):
-            query = select(table.c.id, table.c.metric_key).where(table.c.id.in_(batch))
-            self.metric_keys.update({row.id: row.metric_key for row in self.conn.execute(query)})
+        self.metric_keys.update(self._stored_metric_keys(metric_ids))
 
     def _flush_big(self, kind: _Kind, rows: list[dict[str, Any]]) -> None:
         if not rows:
@@ -2486,12 +2481,11 @@ class _Load:
             )
             self.report.updated["cost_entries"] += max(result.rowcount, 0)
 
-    def _stored_metric_keys(self) -> dict[int, str]:
-        """The stored key of each metric this bundle gives, before it is written."""
+    def _stored_metric_keys(self, ids: Iterable[int]) -> dict[int, str]:
+        """The stored key of each of these metrics that the store holds."""
         table = tables.metrics
-        ids = sorted(rec.row["id"] for rec in self.small["metrics"])
         keys: dict[int, str] = {}
-        for batch in _chunks(ids):
+        for batch in _chunks(sorted(ids)):
             query = select(table.c.id, table.c.metric_key).where(table.c.id.in_(batch))
             keys.update({row.id: row.metric_key for row in self.conn.execute(query)})
         return keys
