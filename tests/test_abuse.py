@@ -133,7 +133,9 @@ def test_a_10kb_value_of_a_free_text_filter_is_refused(
     assert name in refused(call(client, token, path, f"{name}={'k' * 10_000}"))
     response = call(client, token, path, f"{name}={'k' * FREE_TEXT[name]}")
     assert response.status_code == 200, response.text[:500]
-    assert response.json() == {"data": [], "page": {"has_more": False, "next_cursor": None}}
+    # SEMANTICS R36: an empty first page has no position to resume from.
+    empty = {"has_more": False, "next_cursor": None, "resume_cursor": None}
+    assert response.json() == {"data": [], "page": empty}
 
 
 @pytest.mark.parametrize("path", LISTS)
@@ -233,7 +235,9 @@ def test_null_is_not_a_way_to_leave_a_filter_out(
     )
     # A free-text filter takes "null" as the text it is.
     response = call(client, token, "observations", "metric_key=null")
-    assert response.json() == {"data": [], "page": {"has_more": False, "next_cursor": None}}
+    # SEMANTICS R36: an empty first page has no position to resume from.
+    empty = {"has_more": False, "next_cursor": None, "resume_cursor": None}
+    assert response.json() == {"data": [], "page": empty}
 
 
 def test_a_leading_zero_is_refused_in_our_words(client: Client, token: str) -> None:

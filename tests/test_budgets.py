@@ -235,17 +235,19 @@ def test_one_row_per_initiative_and_filters(client_at: MakeClient, budgets: dict
     assert set(rows(client, token, initiative_id=budgets["b2"])) == {budgets["b2"]}
 
 
-def test_a_named_sample_initiative_needs_include_sample(
+def test_a_named_sample_initiative_is_selected(
     client_at: MakeClient, budgets: dict[str, Any]
 ) -> None:
-    # SPEC 4.A.4 / 4.A.10: include_sample defaults to false, and when false sample initiatives
-    # are left out, also one that initiative_id names: the account can see it, so this is no
-    # R31 404; with include_sample=true its row is served.
+    # SEMANTICS R31 (and R7): an initiative_id naming one of the account's sample initiatives
+    # selects it, whatever include_sample says; without initiative_id samples stay out unless
+    # include_sample=true (SPEC 4.A.4, 4.A.10).
     client = client_at(TODAY)
     token, sample = budgets["token"], budgets["sample"]
-    assert rows(client, token, initiative_id=sample) == {}
-    assert rows(client, token, initiative_id=sample, include_sample="false") == {}
+    assert set(rows(client, token, initiative_id=sample)) == {sample}
+    assert set(rows(client, token, initiative_id=sample, include_sample="false")) == {sample}
     assert set(rows(client, token, initiative_id=sample, include_sample="true")) == {sample}
+    assert sample not in rows(client, token)
+    assert sample in rows(client, token, include_sample="true")
 
 
 def test_budgeted_filter_applies_after_paging(

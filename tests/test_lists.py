@@ -29,7 +29,8 @@ LISTS = [
     "decisions",
     "integrations",
 ]
-# SPEC 2.2 - 2.9, written out here from the specification (not from the code).
+# SPEC 2.2 - 2.9, written out here from the specification (not from the code); the entries'
+# reported_on and account_amount_cents are SEMANTICS R35's.
 FIELDS = {
     "initiatives": """id title description hypothesis stage is_sample category priority source
         business_unit department gl_dimension_value owner confidence_score roi_time_horizon_years
@@ -38,10 +39,11 @@ FIELDS = {
         submitted_for_review_at created_at updated_at""",
     "cost_entries": """id initiative_id amount_cents currency cost_type cost_category period_start
         period_end vendor_id vendor_name description notes is_estimated locked source created_at
-        updated_at""",
+        updated_at reported_on account_amount_cents""",
     "value_entries": """id initiative_id amount_cents currency status counts_toward_roi entry_type
         period_start period_end is_estimated confidence_score quality_score notes provenance
-        calculation_version formula_id source approved_at created_at updated_at""",
+        calculation_version formula_id source approved_at created_at updated_at reported_on
+        account_amount_cents""",
     "metrics": """id metric_key name description metric_type unit currency_metric active created_at
         updated_at""",
     "observations": """id metric_id metric_key initiative_id value role baseline_method
@@ -146,7 +148,13 @@ def refused(client: Client, token: str, path: str, status: int = 400, **params: 
 def test_rows_carry_every_spec_field(client: Client, world: World, path: str) -> None:
     body = get(client, world.token_a, path)
     assert set(body) == {"data", "page"}
-    assert body["page"] == {"has_more": False, "next_cursor": None}
+    # SEMANTICS R36: the last page too carries the position after its last row.
+    assert body["page"] == {
+        "has_more": False,
+        "next_cursor": None,
+        "resume_cursor": body["page"]["resume_cursor"],
+    }
+    assert isinstance(body["page"]["resume_cursor"], str)
     assert body["data"]
     for row in body["data"]:
         assert set(row) == set(FIELDS[path].split())
@@ -438,8 +446,9 @@ def test_filters_are_not_part_of_the_cursor(client: Client, engine: Engine) -> N
     assert len(rows) == 5
 
 
-def test_period_filter_matches_where_the_period_begins(client: Client, engine: Engine) -> None:
-    # SPEC 4.A.1, SEMANTICS R11
+def test_period_filter_matches_the_entry_date(client: Client, engine: Engine) -> None:
+    # SPEC 4.A.1, SEMANTICS R11: matched on where the period begins, or, with no period, on
+    # the UTC date of created_at (R2), as /roi counts the entry.
     b = BundleBuilder()
     acct = b.account()
     token = b.token(b.user(acct))
@@ -447,18 +456,38 @@ def test_period_filter_matches_where_the_period_begins(client: Client, engine: E
     year = b.cost_entry(initiative, period_start="2026-01-01", period_end="2026-12-31")
     march = b.cost_entry(initiative, period_start="2026-03-31", period_end="2026-03-31")
     april = b.cost_entry(initiative, period_start="2026-04-01")
-    b.cost_entry(initiative, period_start=None)
+    # 23:30 at UTC-5 is 04:30 on 1 April in UTC: an April entry.
+    undated = b.cost_entry(initiative, period_start=None, created_at="2026-03-31T23:30:00-05:00")
+    late = b.cost_entry(initiative, period_start=None, created_at="2026-07-01T00:00:00Z")
     b.load(engine)
 
-    def ids(**params: str) -> set[int]:
-        return {r["id"] for r in get(client, token, "cost_entries", **params)["data"]}
+    def ids(path: str = "cost_entries", **params: str) -> set[int]:
+        return {r["id"] for r in get(client, token, path, **params)["data"]}
 
     assert ids(period_from="2026-01-01", period_to="2026-03-31") == {year, march}
-    assert ids(period_from="2026-04-01", period_to="2026-06-30") == {april}
-    assert ids(period_from="2026-03-31") == {march, april}
+    assert ids(period_from="2026-04-01", period_to="2026-06-30") == {april, undated}
+    assert ids(period_from="2026-03-31") == {march, april, undated, late}
     assert ids(period_to="2026-01-01") == {year}
-    assert len(ids()) == 4
+    assert ids(period_from="2026-07-01", period_to="2026-07-01") == {late}
+    assert len(ids()) == 5
     refused(client, token, "cost_entries", period_from="2026-04-01", period_to="2026-03-01")
+    served = {r["id"]: r["reported_on"] for r in get(client, token, "cost_entries")["data"]}
+    assert served[undated] == "2026-04-01"
+    assert served[year] == "2026-01-01"
+
+
+def test_value_period_filter_matches_the_entry_date(client: Client, engine: Engine) -> None:
+    # SEMANTICS R11 on the value entries too.
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    initiative = b.initiative(acct)
+    dated = b.value_entry(initiative, period_start="2026-02-10")
+    undated = b.value_entry(initiative, period_start=None, created_at="2026-02-28T12:00:00Z")
+    b.value_entry(initiative, period_start=None, created_at="2026-03-01T00:00:00Z")
+    b.load(engine)
+    rows = get(client, token, "value_entries", period_from="2026-02-01", period_to="2026-02-28")
+    assert {r["id"] for r in rows["data"]} == {dated, undated}
 
 
 def test_value_status_decision_outcome_and_integration_filters(

@@ -39,6 +39,7 @@ from airoi.api import (
     budgets,
     cost_entries,
     decisions,
+    deletions,
     initiatives,
     integrations,
     metrics,
@@ -90,6 +91,7 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     budgets.list_budgets,
     decisions.list_decisions,
     integrations.list_integrations,
+    deletions.list_deletions,
 ]
 
 

@@ -50,6 +50,14 @@ class PageInfo(msgspec.Struct):
     next_cursor: str | None
 
 
+class ResumablePageInfo(PageInfo):
+    """The page of a list a copy can resume (every list but budgets, SEMANTICS R36)."""
+
+    # After the last row of this page (the last page included); on a page with no rows the
+    # cursor passed, or null when none was.
+    resume_cursor: str | None
+
+
 @dataclass(frozen=True)
 class Position:
     """Where a walk stopped: the (updated_at, id) of the last row served."""
@@ -96,10 +104,10 @@ def decode_cursor(endpoint: str, cursor: str) -> Position:
     return position
 
 
-def changed_since(table: Table) -> ColumnElement[bool]:
-    """The updated_since filter (SPEC 4.A.1: inclusive), exact to the microsecond asked for
-    on either store (see `airoi.db.types.LowerBound`)."""
-    return table.c.updated_at >= bindparam("updated_since", type_=LowerBound())
+def changed_since(table: Table, stamp: str = "updated_at") -> ColumnElement[bool]:
+    """The updated_since filter (SPEC 4.A.1: inclusive) on the table's `stamp` column, exact
+    to the microsecond asked for on either store (see `airoi.db.types.LowerBound`)."""
+    return table.c[stamp] >= bindparam("updated_since", type_=LowerBound())
 
 
 def parse_updated_since(value: str | None) -> datetime | None:
@@ -126,9 +134,17 @@ class Page(Generic[T]):
     rows: Sequence[T]
     has_more: bool
     next_cursor: str | None
+    resume_cursor: str | None
 
     @property
-    def info(self) -> PageInfo:
+    def info(self) -> ResumablePageInfo:
+        return ResumablePageInfo(
+            has_more=self.has_more, next_cursor=self.next_cursor, resume_cursor=self.resume_cursor
+        )
+
+    @property
+    def budget_info(self) -> PageInfo:
+        """The page of /budgets, which has no resume_cursor (SEMANTICS R36)."""
         return PageInfo(has_more=self.has_more, next_cursor=self.next_cursor)
 
 
@@ -138,8 +154,9 @@ ExistenceCheck = Callable[[Connection, int, Any], None]
 
 class ListQuery:
     """One list endpoint's page query: `query` narrowed to the account, with the filters a
-    request uses, in keyset order of `table`'s (updated_at, id). Its rows are finished by the
-    caller's `build`; `ShapedList` is the one whose rows are a Shape's Structs.
+    request uses, in keyset order of `table`'s (updated_at, id), or of the two columns `order`
+    names. Its rows are finished by the caller's `build`; `ShapedList` is the one whose rows
+    are a Shape's Structs.
 
     `filters` maps a filter's name to its condition; a condition that takes a value reads it
     from `bindparam(name)`, a flag (such as leaving samples out) takes none. The statement for
@@ -155,12 +172,14 @@ class ListQuery:
         filters: Mapping[str, ColumnElement[bool]] | None = None,
         *,
         must_exist: Mapping[str, ExistenceCheck] | None = None,
+        order: tuple[str, str] = ("updated_at", "id"),
     ) -> None:
         self.endpoint = endpoint
         self.table = table
         self.filters = dict(filters or {})
         self.must_exist = dict(must_exist or {})
-        updated_at, row_id = table.c.updated_at, table.c.id
+        updated_at, row_id = table.c[order[0]], table.c[order[1]]
+        self.order_columns = (updated_at, row_id)
         self._served_base = query.where(table.c.account_id == bindparam("account_id"))
         # The keyset columns ride last in every row, whatever `query` selects before them.
         # Read as the driver gives it (SQLite: text, PostgreSQL: a datetime): only the last
@@ -207,8 +226,8 @@ class ListQuery:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
         (used, after), params = self._request(conn, account_id, cursor, limit, values)
         fetched = conn.execute(self.statement(used, after), params).all()
-        rows, has_more, next_cursor = self._cut(fetched, limit, _KEYSET_LAST)
-        return Page([build(row) for row in rows], has_more, next_cursor)
+        rows, has_more, next_cursor, resume = self._cut(fetched, limit, _KEYSET_LAST, cursor)
+        return Page([build(row) for row in rows], has_more, next_cursor, resume)
 
     def _request(
         self,
@@ -232,35 +251,41 @@ class ListQuery:
         return (frozenset(used), position is not None), params
 
     def _cut(
-        self, rows: Sequence[Sequence[Any]], limit: int, keyset_at: tuple[int, int]
-    ) -> tuple[Sequence[Sequence[Any]], bool, str | None]:
-        """The rows to serve (one more was fetched to know), has_more and next_cursor, made
-        from the last row's (updated_at, id) at `keyset_at`."""
+        self,
+        rows: Sequence[Sequence[Any]],
+        limit: int,
+        keyset_at: tuple[int, int],
+        cursor: str | None,
+    ) -> tuple[Sequence[Sequence[Any]], bool, str | None, str | None]:
+        """The rows to serve (one more was fetched to know), has_more, next_cursor and the
+        resume cursor (SEMANTICS R36), made from the last row's (updated_at, id) at
+        `keyset_at`; with no row to serve the resume cursor is the one passed."""
         has_more = len(rows) > limit
         rows = rows[:limit]
-        next_cursor = None
-        if has_more:
-            last = rows[-1]
-            stamp_at, id_at = keyset_at
-            stamp = last[stamp_at]
-            # SQLite's stored text ('...T09:30:00.125Z', also the served text) or a datetime.
-            stamp = stamp if isinstance(stamp, datetime) else read_stored_datetime(stamp)
-            next_cursor = encode_cursor(self.endpoint, Position(stamp, last[id_at]))
-        return rows, has_more, next_cursor
+        if not rows:
+            return rows, has_more, None, cursor
+        last = rows[-1]
+        stamp_at, id_at = keyset_at
+        stamp = last[stamp_at]
+        # SQLite's stored text ('...T09:30:00.125Z', also the served text) or a datetime.
+        stamp = stamp if isinstance(stamp, datetime) else read_stored_datetime(stamp)
+        resume = encode_cursor(self.endpoint, Position(stamp, last[id_at]))
+        return rows, has_more, resume if has_more else None, resume
 
 
 # Where a keyed statement's rows hold (updated_at, id): its last two columns.
 _KEYSET_LAST = (-2, -1)
 
 
-def _keyset_in(shape: Shape[Any], table: Table) -> tuple[int, int] | None:
-    """Where `shape` serves the table's updated_at (as `iso_ms` text) and its id; None when
-    it serves either otherwise."""
+def _keyset_in(shape: Shape[Any], order: tuple[Any, Any]) -> tuple[int, int] | None:
+    """Where `shape` serves the keyset's stamp (as `iso_ms` text) and its key; None when it
+    serves either otherwise."""
     stamp_at = id_at = None
+    stamp_column, key_column = order
     for i, column in enumerate(shape.raw):
-        if column is table.c.id:
+        if column is key_column:
             id_at = i
-        elif isinstance(column, iso_ms) and column.column is table.c.updated_at:
+        elif isinstance(column, iso_ms) and column.column is stamp_column:
             stamp_at = i
     if stamp_at is None or id_at is None:
         return None
@@ -279,10 +304,13 @@ class ShapedList(ListQuery, Generic[S]):
         filters: Mapping[str, ColumnElement[bool]] | None = None,
         *,
         must_exist: Mapping[str, ExistenceCheck] | None = None,
+        order: tuple[str, str] = ("updated_at", "id"),
     ) -> None:
-        super().__init__(endpoint, select(*shape.columns), table, filters, must_exist=must_exist)
+        super().__init__(
+            endpoint, select(*shape.columns), table, filters, must_exist=must_exist, order=order
+        )
         self.shape = shape
-        self._served_keyset = _keyset_in(shape, table)
+        self._served_keyset = _keyset_in(shape, self.order_columns)
         self._prepared: dict[tuple[frozenset[str], bool, bool], Prepared] = {}
         self._builders: dict[str, Callable[[Iterable[Sequence[Any]]], list[S]]] = {}
         self._serves_keyset: dict[str, bool] = {}
@@ -297,7 +325,7 @@ class ShapedList(ListQuery, Generic[S]):
         if served is None:
             # Asked on every request; the type's dialect implementation is looked up once.
             served = self._serves_keyset[dialect.name] = self._served_keyset is not None and (
-                stores_served_text(self.table.c.updated_at.type, dialect)
+                stores_served_text(self.order_columns[0].type, dialect)
             )
         return served
 
@@ -319,11 +347,13 @@ class ShapedList(ListQuery, Generic[S]):
             prepared = self._prepared[key] = Prepared(self.statement(*key))
         keyset_at = self._served_keyset if served else _KEYSET_LAST
         assert keyset_at is not None
-        rows, has_more, next_cursor = self._cut(prepared.rows(conn, params), limit, keyset_at)
+        rows, has_more, next_cursor, resume = self._cut(
+            prepared.rows(conn, params), limit, keyset_at, cursor
+        )
         builder = self._builders.get(conn.dialect.name)
         if builder is None:
             # Every statement of the list selects the Shape's columns first (the keyset ones
             # follow or not), so they share processors; the builder ignores the rest.
             processors = prepared.result_processors(conn.dialect)
             builder = self._builders[conn.dialect.name] = self.shape.builder(processors)
-        return Page(builder(rows), has_more, next_cursor)
+        return Page(builder(rows), has_more, next_cursor, resume)

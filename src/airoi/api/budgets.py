@@ -273,8 +273,8 @@ BUDGET_INITIATIVES = ListQuery(
         "approved budget with spend as of today, ordered oldest change first by the "
         "initiative. With budgeted=true only initiatives with an approved budget are kept, "
         "after the comparison, so a page may hold fewer rows than limit while has_more is true. "
-        "Sample initiatives are left out unless include_sample=true, also when initiative_id "
-        "names one."
+        "Sample initiatives are left out unless include_sample=true or initiative_id names "
+        "one."
     ),
     responses=ERROR_RESPONSES,
     sync_to_thread=False,
@@ -298,11 +298,11 @@ def list_budgets(
         limit=limit,
         build=lambda r: r,
         initiative_id=initiative_id,
-        # SPEC 4.A.4, 4.A.10: without include_sample=true a sample initiative is left out,
-        # even one initiative_id names (R31's 404 is for initiatives the account cannot see).
-        without_samples=None if include_sample else True,
+        # SPEC 4.A.4, 4.A.10: without include_sample=true sample initiatives are left out,
+        # but one that initiative_id names is selected, as on /roi (SEMANTICS R31, R7).
+        without_samples=None if include_sample or initiative_id is not None else True,
     )
     rows = compute_budget_rows(db, principal, page.rows, today)
     if budgeted:
         rows = [row for row in rows if row.budgeted]
-    return BudgetList(data=rows, page=page.info)
+    return BudgetList(data=rows, page=page.budget_info)

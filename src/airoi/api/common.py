@@ -53,6 +53,22 @@ def source_shape(table: Table) -> Shape[Source]:
     return Shape(Source, table.c.source_type, table.c.source_ref, table.c.source_connection_id)
 
 
+# SEMANTICS R35: the two fields that let a copy add up to GET /roi.
+REPORTED_ON = KwargDefinition(
+    description=(
+        "The date the entry is reported under: period_start, or the UTC date of created_at "
+        "when period_start is null. GET /roi and the period filters use it."
+    )
+)
+ACCOUNT_AMOUNT = KwargDefinition(
+    description=(
+        "amount_cents converted into the account currency at the rate in effect on "
+        "reported_on, rounded half to even once; null when amount_cents is null. GET /roi "
+        "sums these."
+    )
+)
+
+
 # Query parameters shared by the list endpoints (SPEC 4.A.1).
 Limit = Annotated[
     int,
@@ -85,11 +101,16 @@ InitiativeFilter = Annotated[
 ]
 PeriodFrom = Annotated[
     date | None,
-    Parameter(description="Only entries whose period begins on or after this date."),
+    Parameter(
+        description=(
+            "Only entries reported on or after this date (reported_on: period_start, or the "
+            "date of created_at when period_start is null)."
+        )
+    ),
 ]
 PeriodTo = Annotated[
     date | None,
-    Parameter(description="Only entries whose period begins on or before this date."),
+    Parameter(description="Only entries reported on or before this date (see period_from)."),
 ]
 IncludeSample = Annotated[
     bool,
@@ -162,9 +183,10 @@ def entry_filters(table: Table, *, periods: bool = False) -> dict[str, ColumnEle
         "initiative_id": table.c.initiative_id == bindparam("initiative_id"),
     }
     if periods:
-        # SEMANTICS R11: a row is matched on where its period begins; a null start never does.
-        filters["period_from"] = table.c.period_start >= bindparam("period_from")
-        filters["period_to"] = table.c.period_start <= bindparam("period_to")
+        # SEMANTICS R11: a row is matched on its entry date (R2), the date /roi counts it
+        # under: period_start, or the date of created_at when that is null.
+        filters["period_from"] = table.c.entry_date >= bindparam("period_from")
+        filters["period_to"] = table.c.entry_date <= bindparam("period_to")
     return filters
 
 

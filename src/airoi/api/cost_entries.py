@@ -1,14 +1,16 @@
 """GET /cost_entries (SPEC 2.3, 4.A.6)."""
 
 from datetime import date
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import get
 
 from airoi.api.common import (
+    ACCOUNT_AMOUNT,
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
+    REPORTED_ON,
     Cursor,
     DateTimeText,
     DbDep,
@@ -25,7 +27,7 @@ from airoi.api.common import (
 )
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import cost_entries
-from airoi.listing import PageInfo, ShapedList, parse_updated_since
+from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
 
 
 class CostEntry(Row):
@@ -33,10 +35,12 @@ class CostEntry(Row):
     initiative_id: int
     amount_cents: int | None
     currency: str | None
+    account_amount_cents: Annotated[int | None, ACCOUNT_AMOUNT]
     cost_type: str | None
     cost_category: Literal["capex", "opex"]
     period_start: date | None
     period_end: date | None
+    reported_on: Annotated[date, REPORTED_ON]
     vendor_id: int | None
     vendor_name: str | None
     description: str | None
@@ -50,7 +54,7 @@ class CostEntry(Row):
 
 class CostEntryList(msgspec.Struct):
     data: list[CostEntry]
-    page: PageInfo
+    page: ResumablePageInfo
 
 
 _c = cost_entries.c
@@ -60,10 +64,12 @@ COST_ENTRY = Shape(
     _c.initiative_id,
     _c.amount_cents,
     _c.currency,
+    _c.account_amount_cents,
     _c.cost_type,
     _c.cost_category,
     _c.period_start,
     _c.period_end,
+    _c.entry_date,
     _c.vendor_id,
     _c.vendor_name,
     _c.description,
@@ -90,7 +96,8 @@ COST_ENTRIES = ShapedList(
     description=(
         "Everything the account's initiatives have cost, oldest change first. Group spend by "
         "vendor_id (names may differ after vendors are merged). With period_from/period_to an "
-        "entry belongs to the period its period_start falls in."
+        "entry belongs to the period its reported_on falls in, as GET /roi counts it; "
+        "account_amount_cents summed by cost_category over those entries gives /roi's cost."
     ),
     responses=ERROR_RESPONSES,
     sync_to_thread=False,

@@ -26,7 +26,7 @@ from airoi.api.common import (
 from airoi.api.initiatives import Stage
 from airoi.api.rows import Row
 from airoi.db.tables import decisions, users
-from airoi.listing import ListQuery, PageInfo, parse_updated_since
+from airoi.listing import ListQuery, ResumablePageInfo, parse_updated_since
 
 Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
 
@@ -66,7 +66,7 @@ class Decision(Row):
 
 class DecisionList(msgspec.Struct):
     data: list[Decision]
-    page: PageInfo
+    page: ResumablePageInfo
 
 
 decider = users.alias("decider")

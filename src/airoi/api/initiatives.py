@@ -24,7 +24,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
-from airoi.listing import ListQuery, PageInfo, changed_since, parse_updated_since
+from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
 
 Stage = Literal[
     "identified",
@@ -70,7 +70,7 @@ class Initiative(Row):
 
 class InitiativeList(msgspec.Struct):
     data: list[Initiative]
-    page: PageInfo
+    page: ResumablePageInfo
 
 
 owner = users.alias("owner")

@@ -21,7 +21,7 @@ from airoi.api.common import (
 )
 from airoi.api.rows import Row
 from airoi.db.tables import integrations, users
-from airoi.listing import ListQuery, PageInfo, changed_since, parse_updated_since
+from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
 
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
 AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
@@ -49,7 +49,7 @@ class Integration(Row):
 
 class IntegrationList(msgspec.Struct):
     data: list[Integration]
-    page: PageInfo
+    page: ResumablePageInfo
 
 
 connector = users.alias("connector")

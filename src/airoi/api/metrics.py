@@ -18,7 +18,7 @@ from airoi.api.common import (
 )
 from airoi.api.rows import Row
 from airoi.db.tables import metrics
-from airoi.listing import ListQuery, PageInfo, changed_since, parse_updated_since
+from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
 
 
 class Metric(Row):
@@ -36,7 +36,7 @@ class Metric(Row):
 
 class MetricList(msgspec.Struct):
     data: list[Metric]
-    page: PageInfo
+    page: ResumablePageInfo
 
 
 def build_metric(row: Any) -> Metric:

@@ -24,7 +24,7 @@ from airoi.api.common import (
 )
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import observations
-from airoi.listing import PageInfo, ShapedList, parse_updated_since
+from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
 
 
 class Observation(Row):
@@ -48,7 +48,7 @@ class Observation(Row):
 
 class ObservationList(msgspec.Struct):
     data: list[Observation]
-    page: PageInfo
+    page: ResumablePageInfo
 
 
 _c = observations.c

@@ -9,8 +9,10 @@ from litestar.params import Parameter
 from sqlalchemy import bindparam
 
 from airoi.api.common import (
+    ACCOUNT_AMOUNT,
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
+    REPORTED_ON,
     Cursor,
     DateTimeText,
     DbDep,
@@ -27,7 +29,7 @@ from airoi.api.common import (
 )
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import value_entries
-from airoi.listing import PageInfo, ShapedList, parse_updated_since
+from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
 
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
 
@@ -37,11 +39,13 @@ class ValueEntry(Row):
     initiative_id: int
     amount_cents: int | None
     currency: str | None
+    account_amount_cents: Annotated[int | None, ACCOUNT_AMOUNT]
     status: ValueStatus
     counts_toward_roi: bool
     entry_type: str | None
     period_start: date | None
     period_end: date | None
+    reported_on: Annotated[date, REPORTED_ON]
     is_estimated: bool
     confidence_score: float | None
     quality_score: float | None
@@ -57,7 +61,7 @@ class ValueEntry(Row):
 
 class ValueEntryList(msgspec.Struct):
     data: list[ValueEntry]
-    page: PageInfo
+    page: ResumablePageInfo
 
 
 _c = value_entries.c
@@ -67,12 +71,14 @@ VALUE_ENTRY = Shape(
     _c.initiative_id,
     _c.amount_cents,
     _c.currency,
+    _c.account_amount_cents,
     _c.status,
     # SEMANTICS R14: only approved value counts toward ROI.
     _c.status == "approved",
     _c.entry_type,
     _c.period_start,
     _c.period_end,
+    _c.entry_date,
     _c.is_estimated,
     _c.confidence_score,
     _c.quality_score,
@@ -101,7 +107,8 @@ VALUE_ENTRIES = ShapedList(
     description=(
         "Value the account's initiatives have produced or claim, oldest change first. Only "
         "entries with status approved (counts_toward_roi true) count toward reported ROI; "
-        "summing every row disagrees with GET /roi."
+        "summing every row disagrees with GET /roi. account_amount_cents of the approved "
+        "entries, over the window's reported_on dates, sums to /roi's approved value."
     ),
     responses=ERROR_RESPONSES,
     sync_to_thread=False,

@@ -43,8 +43,8 @@ INCREMENTAL: tuple[str, ...] = (
 WITH_SAMPLES = frozenset({"initiatives", "budgets"})
 # Fields SPEC 2 types `string (date)`, by resource, as dlt names the flattened columns.
 DATE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "cost_entries": ("period_start", "period_end"),
-    "value_entries": ("period_start", "period_end"),
+    "cost_entries": ("period_start", "period_end", "reported_on"),
+    "value_entries": ("period_start", "period_end", "reported_on"),
     "observations": ("period_start", "period_end"),
     "decisions": ("next_review_on",),
     "budgets": (

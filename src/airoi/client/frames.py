@@ -37,6 +37,7 @@ DATE_FIELDS = frozenset(
     {
         "period_start",
         "period_end",
+        "reported_on",
         "as_of",
         "budget_started_on",
         "next_review_on",

@@ -213,9 +213,9 @@ cost_entries = Table(
     *_reporting(),
     _keyset_index("cost_entries"),
     Index("ix_cost_entries_initiative", "initiative_id", "updated_at", "id"),
-    Index("ix_cost_entries_period", "account_id", "period_start"),
     Index("ix_cost_entries_vendor", "vendor_id"),
     # Covering indexes for the ROI sums (by account and date) and budget sums (by initiative).
+    # The first also serves the period filter on the entry date (SEMANTICS R11).
     Index(
         "ix_cost_entries_roi",
         "account_id",
@@ -261,7 +261,7 @@ value_entries = Table(
     *_reporting(),
     _keyset_index("value_entries"),
     Index("ix_value_entries_initiative", "initiative_id", "updated_at", "id"),
-    Index("ix_value_entries_period", "account_id", "period_start"),
+    Index("ix_value_entries_period", "account_id", "entry_date"),  # SEMANTICS R11
     Index("ix_value_entries_status", "account_id", "status", "updated_at", "id"),
     Index(
         "ix_value_entries_roi",
@@ -399,4 +399,18 @@ assessments = Table(
     Column("status", String(20), nullable=False),
     *_stamps(),
     Index("ix_assessments_account_id", "account_id"),
+)
+
+# SEMANTICS R34: one row for every served row a load removed (given in `delete`, or removed
+# with its initiative), kept as long as the store. `resource` is the list that served it;
+# `seq` orders the tombstones of one load (they share its stamp) and keys the cursor.
+deletions = Table(
+    "deletions",
+    metadata,
+    Column("seq", Id, primary_key=True, autoincrement=True),
+    _account(),
+    Column("resource", String(30), nullable=False),
+    Column("record_id", Id, nullable=False),
+    Column("deleted_at", Timestamp(), nullable=False),
+    Index("ix_deletions_keyset", "account_id", "deleted_at", "seq"),
 )
