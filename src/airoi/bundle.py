@@ -134,6 +134,16 @@ _UNLINKED_ON_DELETE: Final = {
         ("observations", "source_connection_id"),
     ),
 }
+# The kinds a list serves (SEMANTICS R34): removing one of their rows leaves a tombstone.
+SERVED_LISTS: Final = (
+    "initiatives",
+    "cost_entries",
+    "value_entries",
+    "metrics",
+    "observations",
+    "decisions",
+    "integrations",
+)
 _INITIATIVE_CHILDREN: Final = (
     "initiative_notes",
     "budget_versions",
@@ -1384,6 +1394,7 @@ class _Load:
         self.fx_tables: dict[int, FxTable] = {}
         self.fx_changed: set[int] = set()  # accounts whose FX rates or currency changed
         self.new_accounts: set[int] = set()
+        self.tombstones: list[tuple[str, int, int]] = []  # (list, account, id) removed
 
     # ----------------------------------------------------------------- pass 1
 
@@ -2064,17 +2075,37 @@ class _Load:
         self._repoint_merged_vendors()
         self._rekey_readings(renamed)
         self._refresh_reporting()
+        self._write_tombstones()
         if self.problems:
             raise self.problems.error()
         self.source.progress.complete()
 
     def _delete_where(self, key: str, column: str, ids: Iterable[int]) -> int:
         table = KINDS[key].table
+        served = key in SERVED_LISTS
         count = 0
         for batch in _chunks(sorted(ids)):
-            result = self.conn.execute(delete(table).where(table.c[column].in_(batch)))
+            where = table.c[column].in_(batch)
+            if served:
+                gone = self.conn.execute(select(table.c.account_id, table.c.id).where(where))
+                self.tombstones.extend((key, account_id, row_id) for account_id, row_id in gone)
+            result = self.conn.execute(delete(table).where(where))
             count += max(result.rowcount, 0)
         return count
+
+    def _write_tombstones(self) -> None:
+        """SEMANTICS R34: a tombstone for every served row removed and not given again."""
+        given: dict[str, set[int]] = {key: set(ids) for key, ids in self.big_ids.items()}
+        for key in SERVED_LISTS:
+            if key not in given:
+                given[key] = {rec.row["id"] for rec in self.small[key]}
+        rows = [
+            {"account_id": account_id, "resource": key, "record_id": row_id, "deleted_at": self.now}
+            for key, account_id, row_id in self.tombstones
+            if row_id not in given[key]
+        ]
+        for batch in _chunks(rows):
+            self.conn.execute(insert(tables.deletions), batch)
 
     def _apply_deletes(self) -> None:
         deleted = self.report.deleted
