@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from airoi.bundle import LoadReport, load_bundle
+from airoi.load import LoadReport, load_bundle
 
 
 class BundleBuilder:
@@ -185,5 +185,9 @@ class BundleBuilder:
             },
         )
 
-    def load(self, engine: Engine, *, now: datetime | None = None) -> LoadReport:
-        return load_bundle(engine, dict(self.data), now=now)
+    def load(
+        self, engine: Engine, *, now: datetime | None = None, keep_stamps: bool = False
+    ) -> LoadReport:
+        """Load through the real loader; `keep_stamps` keeps given updated_at values
+        (SEMANTICS R32), for tests that need rows stamped as they say."""
+        return load_bundle(engine, dict(self.data), now=now, keep_stamps=keep_stamps)

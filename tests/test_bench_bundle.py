@@ -14,7 +14,7 @@ from bench.make_bundle import (
 )
 from sqlalchemy import Engine, text
 
-from airoi.bundle import load_bundle
+from airoi.load import load_bundle
 
 SIZES = {
     "accounts": 3,

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
-from airoi.bundle import BundleError, LoadReport, load_bundle
 from airoi.db import tables
 from airoi.db.tables import metadata
+from airoi.load import BundleError, LoadReport, load_bundle
 from airoi.tokens import SECRET_MIN_LENGTH, hash_token, new_token, secret_length, shown_prefix
 
 NOW = datetime(2026, 3, 1, 12, 0, 0)
@@ -244,34 +244,125 @@ def test_changing_one_field_updates_that_row_only(engine: Engine) -> None:
     assert one(engine, tables.cost_entries, id=17)["updated_at"] == NOW
 
 
-def test_a_field_left_out_becomes_null_on_update(engine: Engine) -> None:
+def test_a_field_left_out_keeps_its_stored_value_and_null_clears_it(engine: Engine) -> None:
+    # SEMANTICS R33: a record changes only the fields it gives.
     loaded(engine)
-    bundle = base_bundle()
-    del record(bundle, "cost_entries", 18)["period_start"]
-    del record(bundle, "initiatives", 5)["owner_id"]
-    report = loaded(engine, bundle, now=LATER)
+    kept = {
+        "cost_entries": [{"id": 18, "amount_cents": 55_000}],
+        "initiatives": [{"id": 5, "stage": "paused"}],
+        "users": [{"id": 1, "name": "Ada King"}],
+    }
+    before_entry = one(engine, tables.cost_entries, id=18)
+    before_user = one(engine, tables.users, id=1)
+    report = loaded(engine, kept, now=LATER)
     assert (report.updated["cost_entries"], report.updated["initiatives"]) == (1, 1)
+    entry = one(engine, tables.cost_entries, id=18)
+    assert entry["amount_cents"] == 55_000
+    for column in ("initiative_id", "period_start", "currency", "vendor_name", "source_type"):
+        assert entry[column] == before_entry[column], column
+    initiative = one(engine, tables.initiatives, id=5)
+    assert (initiative["stage"], initiative["title"], initiative["owner_id"]) == (
+        "paused",
+        "Support triage bot",
+        1,
+    )
+    user = one(engine, tables.users, id=1)
+    assert (user["name"], user["email"], user["role"]) == (
+        "Ada King",
+        before_user["email"],
+        before_user["role"],
+    )
+    # Given as null, a field is cleared.
+    loaded(engine, {"cost_entries": [{"id": 18, "period_start": None}]}, now=LATER)
     assert one(engine, tables.cost_entries, id=18)["period_start"] is None
+    loaded(engine, {"initiatives": [{"id": 5, "owner_id": None}]}, now=LATER)
     assert one(engine, tables.initiatives, id=5)["owner_id"] is None
 
 
-def test_bundle_given_timestamps_are_kept_as_given(engine: Engine) -> None:
+def test_a_nested_source_is_one_field(engine: Engine) -> None:
+    # SEMANTICS R33 on SPEC 2.1's source object: given, it is given whole (its parts left out
+    # are null); left out, the stored source stays.
+    bundle = base_bundle()
+    record(bundle, "cost_entries", 17)["source"] = {"type": "import", "ref": "inv-7"}
+    loaded(engine, bundle)
+    loaded(engine, {"cost_entries": [{"id": 17, "amount_cents": 5}]}, now=LATER)
+    stored = one(engine, tables.cost_entries, id=17)
+    assert (stored["source_type"], stored["source_ref"]) == ("import", "inv-7")
+    loaded(engine, {"cost_entries": [{"id": 17, "source": {"type": "manual"}}]}, now=LATER)
+    stored = one(engine, tables.cost_entries, id=17)
+    assert (stored["source_type"], stored["source_ref"], stored["source_connection_id"]) == (
+        "manual",
+        None,
+        None,
+    )
+
+
+def test_a_required_field_left_out_of_an_existing_row_is_kept(engine: Engine) -> None:
+    # SEMANTICS R33: only a new row must give its required fields.
+    loaded(engine)
+    report = loaded(
+        engine,
+        {
+            "cost_entries": [{"id": 17, "notes": "checked"}],
+            "value_entries": [{"id": 21, "notes": "checked"}],
+            "decisions": [{"id": 9}],
+            "accounts": [{"id": 1, "api_access": True}],
+        },
+        now=LATER,
+    )
+    assert report.updated["cost_entries"] == report.updated["value_entries"] == 1
+    assert report.unchanged["decisions"] == report.unchanged["accounts"] == 1
+    assert one(engine, tables.cost_entries, id=17)["initiative_id"] == 5
+    assert one(engine, tables.value_entries, id=21)["status"] == "approved"
+    # Unless the bundle deletes the row first: then the record makes a new one.
+    problems = refused(
+        engine,
+        {"delete": {"cost_entries": [17]}, "cost_entries": [{"id": 17, "notes": "again"}]},
+    )
+    assert problems == ["cost_entries[id=17].initiative_id: required"]
+
+
+def test_bundle_given_timestamps_are_ignored_unless_kept(engine: Engine) -> None:
+    # SEMANTICS R32: the store stamps what a load changes; created_at given is kept.
     bundle = base_bundle()
     initiative = record(bundle, "initiatives", 5)
     initiative["created_at"] = "2025-06-01T08:00:00Z"
     initiative["updated_at"] = "2025-07-01T09:15:30.5+02:00"
-    loaded(engine, bundle)
+    report = loaded(engine, bundle)
+    assert report.ignored_stamps == 1
+    assert report.stamp == NOW
     stored = one(engine, tables.initiatives, id=5)
     assert stored["created_at"] == datetime(2025, 6, 1, 8, 0)
+    assert stored["updated_at"] == NOW
+    # A different given updated_at alone changes nothing.
+    initiative["updated_at"] = "2025-08-01T00:00:00Z"
+    report = loaded(engine, bundle, now=LATER)
+    assert (report.updated["initiatives"], report.ignored_stamps) == (0, 1)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == NOW
+    # A changed row given with an older updated_at takes the load's stamp.
+    initiative["title"] = "Support triage assistant"
+    loaded(engine, bundle, now=LATER)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == LATER
+
+
+def test_keep_stamps_keeps_the_bundles_updated_at(engine: Engine) -> None:
+    # SEMANTICS R32: --keep-stamps keeps them as given (fixtures, copying a store).
+    bundle = base_bundle()
+    initiative = record(bundle, "initiatives", 5)
+    initiative["created_at"] = "2025-06-01T08:00:00Z"
+    initiative["updated_at"] = "2025-07-01T09:15:30.5+02:00"
+    report = load_bundle(engine, bundle, now=NOW, keep_stamps=True)
+    assert report.ignored_stamps == 0
+    stored = one(engine, tables.initiatives, id=5)
     assert stored["updated_at"] == datetime(2025, 7, 1, 7, 15, 30, 500_000)
     # A different given updated_at alone is a change, and is kept as given.
     initiative["updated_at"] = "2025-08-01T00:00:00Z"
-    report = loaded(engine, bundle, now=LATER)
+    report = load_bundle(engine, bundle, now=LATER, keep_stamps=True)
     assert report.updated["initiatives"] == 1
     assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
-    # A content change with a given updated_at takes the given one, not now.
+    # A content change with a given updated_at takes the given one, not the load's.
     initiative["title"] = "Support triage assistant"
-    loaded(engine, bundle, now=LATER)
+    load_bundle(engine, bundle, now=LATER, keep_stamps=True)
     assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
 
 
@@ -434,6 +525,19 @@ def _drop(key: str, record_id: int, name: str) -> Any:
     return change
 
 
+def _fresh(key: str, record_id: int, *names: str) -> Any:
+    """A new record like `record_id` (id + 1000) without `names`: a new row's required
+    fields must be given (SEMANTICS R33), where an existing row keeps what is left out."""
+
+    def change(bundle: Bundle) -> None:
+        fresh = {**record(bundle, key, record_id), "id": record_id + 1000}
+        for name in names:
+            fresh.pop(name, None)
+        bundle[key].append(fresh)
+
+    return change
+
+
 def _add(key: str, **fields: Any) -> Any:
     def change(bundle: Bundle) -> None:
         bundle.setdefault(key, []).append(fields)
@@ -456,7 +560,7 @@ PROBLEMS = [
     (_top("delete", [5]), "bundle: 'delete' must be an object"),
     (_set("initiatives", 5, stauts="live"), "initiatives[id=5].stauts: unknown field"),
     (_set("initiatives", 5, stage="liv"), f"initiatives[id=5].stage: 'liv' is not one of {STAGES}"),
-    (_drop("initiatives", 5, "title"), "initiatives[id=5].title: required"),
+    (_fresh("initiatives", 5, "title"), "initiatives[id=1005].title: required"),
     (_set("initiatives", 5, title=None), "initiatives[id=5].title: required"),
     (
         _set("initiatives", 5, title="x" * 501),
@@ -487,7 +591,7 @@ PROBLEMS = [
         _set("initiatives", 5, owner={"id": 2, "name": "Bo"}),
         "initiatives[id=5].owner: id 2 does not match owner_id 1",
     ),
-    (_drop("initiatives", 5, "account_id"), "initiatives[id=5].account_id: required"),
+    (_fresh("initiatives", 5, "account_id"), "initiatives[id=1005].account_id: required"),
     (_set("initiatives", 5, account_id=3), "initiatives[id=5].account_id: no account 3"),
     (
         _set("cost_entries", 17, amount_cents="1000"),
@@ -538,7 +642,10 @@ PROBLEMS = [
         _set("cost_entries", 17, id="17"),
         "cost_entries[#0].id: '17' is not an id (a positive integer below 2**63)",
     ),
-    (_drop("cost_entries", 17, "initiative_id"), "cost_entries[id=17].initiative_id: required"),
+    (
+        _fresh("cost_entries", 17, "initiative_id"),
+        "cost_entries[id=1017].initiative_id: required",
+    ),
     (
         _set("cost_entries", 17, initiative_id=99),
         "cost_entries[id=17].initiative_id: no initiative 99",
@@ -551,15 +658,15 @@ PROBLEMS = [
         "of draft, calculated, reviewed, approved, "
         "disputed, archived",
     ),
-    (_drop("value_entries", 21, "status"), "value_entries[id=21].status: required"),
+    (_fresh("value_entries", 21, "status"), "value_entries[id=1021].status: required"),
     (
         _set("observations", 31, role="target"),
         "observations[id=31].role: 'target' is not one of baseline, reading",
     ),
     (
-        _set("observations", 31, metric_id=None, initiative_id=None),
-        "observations[id=31].account_id: required when neither initiative_id nor metric_id is "
-        "given",
+        _fresh("observations", 31, "metric_id", "initiative_id", "account_id"),
+        "observations[id=1031].account_id: required when neither initiative_id nor metric_id "
+        "is given",
     ),
     (_set("observations", 31, metric_id=60), "observations[id=31].metric_id: no metric 60"),
     (_set("metrics", 6, metric_key=None), "metrics[id=6].metric_key: required"),
@@ -567,7 +674,7 @@ PROBLEMS = [
         _set("users", 1, role="boss"),
         "users[id=1].role: 'boss' is not one of owner, admin, member, viewer",
     ),
-    (_drop("users", 1, "name"), "users[id=1].name: required"),
+    (_fresh("users", 1, "name"), "users[id=1001].name: required"),
     (
         _set("accounts", 1, fiscal_year_start_month=13),
         "accounts[id=1].fiscal_year_start_month: 13 is out of range (1 to 12)",
@@ -576,7 +683,7 @@ PROBLEMS = [
         _set("accounts", 1, api_access="yes"),
         "accounts[id=1].api_access: 'yes' is not a boolean (true or false)",
     ),
-    (_drop("accounts", 1, "name"), "accounts[id=1].name: required"),
+    (_fresh("accounts", 1, "name"), "accounts[id=1001].name: required"),
     (
         _set("budget_versions", 41, opex_cadence="weekly"),
         "budget_versions[id=41].opex_cadence: 'weekly' is not one of monthly, quarterly, annually",
@@ -590,14 +697,14 @@ PROBLEMS = [
         "budget_versions[id=41].status: 'draft' is not one of approved, pending, rejected",
     ),
     (
-        _drop("budget_versions", 41, "effective_from"),
-        "budget_versions[id=41].effective_from: required",
+        _fresh("budget_versions", 41, "effective_from"),
+        "budget_versions[id=1041].effective_from: required",
     ),
     (
         _set("decisions", 9, outcome="grow"),
         "decisions[id=9].outcome: 'grow' is not one of continue, scale, fix, pause, retire",
     ),
-    (_drop("decisions", 9, "rationale"), "decisions[id=9].rationale: required"),
+    (_fresh("decisions", 9, "rationale"), "decisions[id=1009].rationale: required"),
     (
         _set("decisions", 9, stage_after="done"),
         f"decisions[id=9].stage_after: 'done' is not one of {STAGES}",
@@ -611,7 +718,7 @@ PROBLEMS = [
         "integrations[id=4].auth_type: 'password' is not one of oauth, api_key, basic, webhook, "
         "github_app, service_account",
     ),
-    (_drop("integrations", 4, "platform"), "integrations[id=4].platform: required"),
+    (_fresh("integrations", 4, "platform"), "integrations[id=1004].platform: required"),
     (
         _set("integrations", 4, simulated=True),
         "integrations[id=4].simulated: only an internal account can hold a simulated connection",
@@ -1487,9 +1594,7 @@ def test_entries_carry_their_date_and_amount_in_account_currency(engine: Engine)
 
 
 @needs_reporting
-def test_a_new_fx_rate_converts_stored_entries_again_without_touching_them(
-    engine: Engine,
-) -> None:
+def test_a_new_fx_rate_converts_stored_entries_again_and_stamps_them(engine: Engine) -> None:
     loaded(engine)
     report = loaded(
         engine,
@@ -1509,7 +1614,11 @@ def test_a_new_fx_rate_converts_stored_entries_again_without_touching_them(
     entry = one(engine, tables.cost_entries, id=17)
     # 1,000 EUR cents on 2026-02-01 now at 1.2000.
     assert entry["account_amount_cents"] == 1_200
-    assert entry["updated_at"] == NOW
+    # SEMANTICS R32, R35: what the entry serves moved, so does its updated_at; the entry in
+    # the account currency serves the same and keeps its stamp.
+    assert entry["updated_at"] == LATER
+    assert one(engine, tables.cost_entries, id=18)["updated_at"] == NOW
+    assert report.updated["cost_entries"] == 1
 
 
 @needs_reporting
@@ -1545,7 +1654,8 @@ def test_a_currency_change_that_strands_stored_entries_is_refused(engine: Engine
     # 50,000 USD cents at 0.9000 EUR per USD; 17 is in EUR already; 18 has no
     # currency, so it is in the account's currency, now EUR (SEMANTICS R5).
     assert amounts == {17: 1_000, 18: 50_000, 19: 45_000}
-    assert one(engine, tables.cost_entries, id=19)["updated_at"] == NOW
+    # SEMANTICS R32, R35: the served account_amount_cents moved, and so did updated_at.
+    assert one(engine, tables.cost_entries, id=19)["updated_at"] == LATER
 
 
 # --------------------------------------------------------------------------- review findings

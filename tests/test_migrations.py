@@ -9,7 +9,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 
 from airoi.db.tables import accounts, metadata
 
@@ -67,4 +67,54 @@ def test_a_store_of_an_older_schema_is_not_served(
         app_from_env()
     upgrade(engine)
     app_from_env().state.engine.dispose()
+    engine.dispose()
+
+
+def test_revision_0004_starts_the_clock_and_tells_a_given_category(tmp_path: Path) -> None:
+    # SEMANTICS R32: the next load stamps later than every stamp an older store holds.
+    # R33: an entry whose category differs from what its type implies had it given.
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+    from airoi.load import load_bundle
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    upgrade(engine, "0003")
+    stamps = {"day": "2026-03-01T00:00:00.000Z", "later": "2027-01-01T00:00:00.000Z"}
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO accounts (id, name, currency, fiscal_year_start_month, api_access, "
+                "internal, created_at, updated_at) VALUES (1, 'A', 'USD', 1, 1, 0, :day, :day)"
+            ),
+            stamps,
+        )
+        conn.execute(
+            text(
+                "INSERT INTO initiatives (id, account_id, title, stage, is_sample, created_at, "
+                "updated_at) VALUES (1, 1, 'T', 'live', 0, :day, :day)"
+            ),
+            stamps,
+        )
+        conn.execute(
+            text(
+                "INSERT INTO cost_entries (id, account_id, initiative_id, amount_cents, "
+                "cost_type, cost_category, entry_date, entry_month, is_estimated, locked, "
+                "created_at, updated_at) VALUES (:id, 1, 1, 100, :type, :category, "
+                "'2026-03-01', '2026-03-01', 0, 0, :day, :later)"
+            ),
+            [
+                {**stamps, "id": 1, "type": "training", "category": "capex"},  # as implied
+                {**stamps, "id": 2, "type": "training", "category": "opex"},  # given
+                {**stamps, "id": 3, "type": None, "category": "opex"},  # as no type implies
+            ],
+        )
+    upgrade(engine)
+    with engine.connect() as conn:
+        given = dict(conn.exec_driver_sql("SELECT id, cost_category_given FROM cost_entries").all())
+        clock = conn.exec_driver_sql("SELECT last_stamp FROM store_clock").scalar()
+    assert given == {1: 0, 2: 1, 3: 0}
+    assert clock == "2027-01-01T00:00:00.000Z"
+    # A load now stamps after it, whatever the machine's clock says.
+    report = load_bundle(engine, {"initiatives": [{"id": 1, "stage": "paused"}]})
+    assert report.stamp == datetime(2027, 1, 1, 0, 0, 0, 1000)
     engine.dispose()

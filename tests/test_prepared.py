@@ -33,7 +33,7 @@ def _world(engine: Engine) -> None:
             period_start=start,
             is_estimated=entry_id == 2,
         )
-    b.load(engine)
+    b.load(engine, keep_stamps=True)
 
 
 def test_values_are_bound_and_read_through_the_column_types(engine: Engine) -> None:

@@ -8,6 +8,7 @@ they run, after checking that the `server` extra is installed.
 from __future__ import annotations
 
 import errno
+import functools
 import importlib.util
 import json
 import os
@@ -27,7 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from airoi.settings import Settings
+from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, MAX_LOAD_WAIT_SECONDS, Settings
 
 app = typer.Typer(
     help="airoi: a read-only AI-ROI reporting service. Settings come from AIROI_* variables.",
@@ -122,19 +123,54 @@ def init(database_url: DatabaseUrl = None) -> None:
     out.print("Schema is up to date.")
 
 
+# Exit status of a load that gave up waiting for another (EX_TEMPFAIL: try again later).
+BUSY_EXIT = 75
+
+
+def _say(line: str) -> None:
+    """One line to stderr, never wrapped or marked up (BUNDLE.md: one line per problem)."""
+    err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command()
 def load(
     file: Annotated[
         Path, typer.Argument(help="A bundle: .json or .json.gz", exists=True, dir_okay=False)
     ],
+    keep_stamps: Annotated[
+        bool,
+        typer.Option(
+            "--keep-stamps",
+            help=(
+                "Keep the bundle's updated_at values instead of stamping changes with this "
+                "load's moment; gives up the guarantee that a sync sees every change (for "
+                "fixtures, and copying one store into another)."
+            ),
+        ),
+    ] = False,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            min=0,
+            max=MAX_LOAD_WAIT_SECONDS,
+            help="Seconds to wait for another load of the same store to finish.",
+        ),
+    ] = DEFAULT_LOAD_WAIT_SECONDS,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Validate FILE and upsert it in one transaction; print the counts of rows by outcome."""
+    """Validate FILE and upsert it in one transaction; print the counts of rows by outcome.
+
+    A record for an existing row changes only the fields it gives: a field left out keeps
+    its stored value, and a field given as null clears it. Loads of one store run one at a
+    time, and each stamps the rows it inserts or changes with one moment of its own.
+    """
     _require_server("load")
-    from airoi.bundle import BundleError, load_bundle
+    from airoi.load import BundleError, LoadBusy, load_bundle
 
     engine = _writer(_settings(database_url))
     size = file.stat().st_size
+    run = functools.partial(load_bundle, engine, file, keep_stamps=keep_stamps, wait=wait, say=_say)
     try:
         if size >= PROGRESS_MIN_BYTES:
             columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
@@ -144,19 +180,16 @@ def load(
                 def advance(done: int, total: int) -> None:
                     progress.update(task, completed=done, total=total)
 
-                report = load_bundle(engine, file, progress=advance)
+                report = run(progress=advance)
         else:
-            report = load_bundle(engine, file)
+            report = run()
+    except LoadBusy as exc:
+        _say(str(exc))
+        raise typer.Exit(BUSY_EXIT) from None
     except BundleError as exc:
-        # One line per problem (BUNDLE.md), however narrow the terminal: never wrapped.
         for problem in exc.problems:
-            err.print(problem, markup=False, highlight=False, soft_wrap=True)
-        err.print(
-            f"Nothing was loaded: {len(exc.problems)} problem(s) in {file}.",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+            _say(problem)
+        _say(f"Nothing was loaded: {len(exc.problems)} problem(s) in {file}.")
         raise typer.Exit(1) from None
     table = Table("kind", "inserted", "updated", "unchanged", "deleted")
     kinds = sorted(
@@ -175,6 +208,16 @@ def load(
         "total", *(str(totals[k]) for k in ("inserted", "updated", "unchanged", "deleted"))
     )
     out.print(table)
+    if report.stamp is not None:
+        stamped = report.stamp.isoformat(timespec="milliseconds") + "Z"
+        out.print(f"Changes stamped {stamped}.", highlight=False)
+    if report.ignored_stamps:
+        out.print(
+            f"Ignored {report.ignored_stamps:,} updated_at value(s) the bundle gave: the store "
+            "stamps what a load changes (--keep-stamps keeps them).",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _base_urls(host: str, port: int) -> tuple[str, str]:
@@ -198,8 +241,8 @@ def demo(
     """Create or refresh the demo account, issue a token, print the URLs and the token."""
     _require_server("demo")
     from airoi.auth import issue_token
-    from airoi.bundle import BundleError, load_bundle
-    from airoi.demo import DEMO_OWNER_USER_ID, DemoRefused, build_demo_bundle, reset_demo_account
+    from airoi.demo import DEMO_OWNER_USER_ID, DemoRefused, build_demo_bundle, load_demo
+    from airoi.load import BundleError, LoadBusy
 
     settings = _settings(database_url)
     if serve_after:
@@ -208,7 +251,10 @@ def demo(
     engine = _writer(settings)
     demo_bundle = build_demo_bundle(settings.current_date())
     try:
-        report = load_bundle(engine, demo_bundle, before=reset_demo_account)
+        report = load_demo(engine, demo_bundle, say=_say)
+    except LoadBusy as exc:
+        _say(str(exc))
+        raise typer.Exit(BUSY_EXIT) from None
     except DemoRefused as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None

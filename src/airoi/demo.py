@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import calendar
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, Engine, delete, select
 
 from airoi.db import tables
+from airoi.load import LoadReport, load_bundle
+from airoi.load.kinds import SERVED_LISTS
 from airoi.timeutil import format_datetime
 
 DEMO_ACCOUNT_ID = 900_000
@@ -2033,14 +2036,16 @@ class DemoRefused(Exception):
     """The store holds something of its own where the demo lives; nothing is changed."""
 
 
-def reset_demo_account(conn: Connection) -> None:
+def reset_demo_account(conn: Connection) -> list[tuple[str, int, int]]:
     """Remove every row of the demo account, so `airoi demo` can rebuild it for a new today.
 
     The demo's decisions are dated relative to today, and decisions never change once
     written, so a refresh on a later month rebuilds the account instead of upserting it.
     It runs inside the load's transaction: a demo bundle the store refuses leaves the demo
     as it was. Only the demo account is touched; an account of the store's own that holds
-    the demo's id is refused, not removed.
+    the demo's id is refused, not removed. Returns the served rows removed, as (list,
+    account, id), so that those the new demo does not give again leave tombstones
+    (SEMANTICS R34).
     """
     name = conn.execute(
         select(tables.accounts.c.name).where(tables.accounts.c.id == DEMO_ACCOUNT_ID)
@@ -2050,10 +2055,32 @@ def reset_demo_account(conn: Connection) -> None:
             f"Account {DEMO_ACCOUNT_ID}, where the demo lives, holds another account; "
             "nothing was changed."
         )
+    removed: list[tuple[str, int, int]] = []
+    for resource in SERVED_LISTS:
+        table = tables.metadata.tables[resource]
+        ids = select(table.c.id).where(table.c.account_id == DEMO_ACCOUNT_ID)
+        removed.extend(
+            (resource, DEMO_ACCOUNT_ID, row_id) for row_id in conn.execute(ids).scalars()
+        )
     demo_users = select(tables.users.c.id).where(tables.users.c.account_id == DEMO_ACCOUNT_ID)
     conn.execute(delete(tables.tokens).where(tables.tokens.c.user_id.in_(demo_users)))
     for table in reversed(tables.metadata.sorted_tables):
         if table is tables.accounts or "account_id" not in table.c:
             continue
+        if table is tables.deletions:
+            continue  # the demo's tombstones stay, as long as the store (SEMANTICS R34)
         conn.execute(delete(table).where(table.c.account_id == DEMO_ACCOUNT_ID))
     conn.execute(delete(tables.accounts).where(tables.accounts.c.id == DEMO_ACCOUNT_ID))
+    return removed
+
+
+def load_demo(
+    engine: Engine, bundle: dict[str, Any], *, say: Callable[[str], None] | None = None
+) -> LoadReport:
+    """Load the demo account afresh in one transaction, as `airoi demo` does.
+
+    The demo's rows carry a realistic history (rows created and changed over the months
+    before today), so it is loaded as `airoi load --keep-stamps` loads: the bundle's
+    updated_at values are kept rather than stamped with the load's moment (SEMANTICS R32).
+    """
+    return load_bundle(engine, bundle, before=reset_demo_account, keep_stamps=True, say=say)

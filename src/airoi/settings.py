@@ -9,6 +9,9 @@ from datetime import UTC, date, datetime
 DEFAULT_DATABASE_URL = "sqlite:///airoi.db"
 DEFAULT_RATE_LIMIT = "600/minute"
 DEFAULT_STATEMENT_TIMEOUT_MS = 5000
+# SEMANTICS R32: how long a load waits for another load of the same store (`--wait`).
+DEFAULT_LOAD_WAIT_SECONDS = 600
+MAX_LOAD_WAIT_SECONDS = 86_400
 
 
 def _today_from_env(value: str | None) -> date | None:

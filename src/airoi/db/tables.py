@@ -211,6 +211,8 @@ cost_entries = Table(
     *_source(),
     *_stamps(),
     *_reporting(),
+    # SEMANTICS R33: the category was given, so it no longer follows cost_type. Never served.
+    Column("cost_category_given", Boolean, nullable=False, server_default="0"),
     _keyset_index("cost_entries"),
     Index("ix_cost_entries_initiative", "initiative_id", "updated_at", "id"),
     Index("ix_cost_entries_vendor", "vendor_id"),
@@ -408,9 +410,20 @@ deletions = Table(
     "deletions",
     metadata,
     Column("seq", Id, primary_key=True, autoincrement=True),
-    _account(),
+    # No foreign key: tombstones outlive what they name, also an account the demo's refresh
+    # removes and makes again.
+    Column("account_id", Id, nullable=False),
     Column("resource", String(30), nullable=False),
     Column("record_id", Id, nullable=False),
     Column("deleted_at", Timestamp(), nullable=False),
     Index("ix_deletions_keyset", "account_id", "deleted_at", "seq"),
+)
+
+# SEMANTICS R32: the last stamp a load gave (one row, id 1), so that the next load's is later
+# than every updated_at stored without reading the tables for it.
+store_clock = Table(
+    "store_clock",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("last_stamp", Timestamp(), nullable=False),
 )

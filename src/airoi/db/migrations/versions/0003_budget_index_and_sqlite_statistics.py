@@ -22,7 +22,7 @@ down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-# The tables a bundle loads (airoi.bundle.KINDS) as they were at this revision, but tokens:
+# The tables a bundle loads (airoi.load.kinds.KINDS) as they were at this revision, but tokens:
 # issuing and revoking them changes the table outside any load, so its statistics would go
 # stale; without any, SQLite always looks a token up by its unique hash.
 ANALYZED = (

@@ -1,0 +1,88 @@
+"""Vendors while loading: an entry's `vendor_id` resolved from its `vendor_name` when not
+given, and merged vendors followed to the one they were merged into (BUNDLE.md, SPEC 2.3)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, func, insert, select
+
+from airoi.db import tables
+from airoi.load.outcome import LoadReport
+
+
+class VendorRegistry:
+    """An account's vendors by id and by case-folded name, merged ones followed (BUNDLE.md)."""
+
+    def __init__(self, conn: Connection, now: datetime, report: LoadReport) -> None:
+        self.conn = conn
+        self.now = now
+        self.report = report
+        self.loaded: set[int] = set()
+        self.merged_into: dict[int, int | None] = {}
+        self.by_name: dict[tuple[int, str], int] = {}
+        self.next_id: int | None = None
+
+    def _load(self, account_id: int) -> None:
+        if account_id in self.loaded:
+            return
+        self.loaded.add(account_id)
+        table = tables.vendors
+        query = (
+            select(table.c.id, table.c.name, table.c.merged_into_id)
+            .where(table.c.account_id == account_id)
+            .order_by(table.c.id)
+        )
+        named: dict[str, list[tuple[int, bool]]] = {}
+        for vendor_id, name, merged_into in self.conn.execute(query):
+            self.merged_into[vendor_id] = merged_into
+            named.setdefault(name.strip().casefold(), []).append((vendor_id, merged_into is None))
+        for folded, candidates in named.items():
+            # Prefer a vendor that was not merged away (lowest id), else follow the first.
+            unmerged = [vendor_id for vendor_id, live in candidates if live]
+            chosen = unmerged[0] if unmerged else candidates[0][0]
+            self.by_name[(account_id, folded)] = chosen
+
+    def final(self, account_id: int, vendor_id: int) -> int:
+        self._load(account_id)
+        seen = set()
+        current = vendor_id
+        while current not in seen:
+            seen.add(current)
+            target = self.merged_into.get(current)
+            if target is None:
+                return current
+            current = target
+        return current  # pragma: no cover - cycles are refused in pass 1
+
+    def resolve(
+        self, account_id: int, vendor_id: int | None, vendor_name: str | None
+    ) -> int | None:
+        if vendor_id is not None:
+            return self.final(account_id, vendor_id)
+        if vendor_name is None or not vendor_name.strip():
+            return None
+        self._load(account_id)
+        folded = vendor_name.strip().casefold()
+        found = self.by_name.get((account_id, folded))
+        if found is not None:
+            return self.final(account_id, found)
+        if self.next_id is None:
+            largest = self.conn.execute(select(func.max(tables.vendors.c.id))).scalar()
+            self.next_id = (largest or 0) + 1
+        new_id = self.next_id
+        self.next_id += 1
+        self.conn.execute(
+            insert(tables.vendors).values(
+                id=new_id,
+                account_id=account_id,
+                name=vendor_name.strip(),
+                merged_into_id=None,
+                created_at=self.now,
+                updated_at=self.now,
+            )
+        )
+        self.report.inserted["vendors"] += 1
+        self.merged_into[new_id] = None
+        self.by_name[(account_id, folded)] = new_id
+        return new_id
