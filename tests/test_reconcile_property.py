@@ -32,7 +32,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine
 
-from airoi.bundle import load_bundle
+from airoi.load import load_bundle
 from tests.conftest import _empty, bearer
 from tests.factories import BundleBuilder
 

@@ -90,9 +90,9 @@ def _begin_immediate(conn: Connection, wait: float, say: Say | None) -> None:
     """SQLite's write lock, taken before anything is read: `BEGIN IMMEDIATE`."""
     waiting = _Waiting(wait, say)
     previous = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+    try_ms = 0  # the first try does not wait, so that a wait is said at once
     try:
         while True:
-            try_ms = max(1, min(_SQLITE_TRY_MS, int(waiting.left() * 1000)))
             conn.exec_driver_sql(f"PRAGMA busy_timeout = {try_ms}")
             try:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
@@ -102,6 +102,7 @@ def _begin_immediate(conn: Connection, wait: float, say: Say | None) -> None:
                 if "locked" not in str(exc.orig) and "busy" not in str(exc.orig):
                     raise
             waiting.busy()
+            try_ms = max(1, min(_SQLITE_TRY_MS, int(waiting.left() * 1000)))
     finally:
         conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(previous or 5000)}")
 

@@ -1,0 +1,280 @@
+"""Change stamps belong to the store (SEMANTICS R32), on SQLite and PostgreSQL.
+
+One load at a time per store, one stamp per load later than every stored updated_at, and
+every row whose served content changes takes it, also when the change comes from another
+record (a person's name, a vendor merge, a metric's key, an unlinking, an FX rate).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, select, text
+
+from airoi.db import tables
+from airoi.load import BundleError, LoadBusy, load_bundle
+from tests.factories import BundleBuilder
+
+NOW = datetime(2026, 3, 1, 12, 0, 0)
+LATER = datetime(2026, 3, 2, 8, 30, 0, 250_000)
+
+
+def stamps(engine: Engine, table: Any) -> dict[int, datetime]:
+    with engine.connect() as conn:
+        return dict(conn.execute(select(table.c.id, table.c.updated_at)).all())  # type: ignore[arg-type]
+
+
+def world() -> tuple[BundleBuilder, dict[str, int]]:
+    b = BundleBuilder()
+    acct = b.account()
+    ada = b.user(acct, name="Ada")
+    max_ = b.user(acct, name="Max", email=None, role="member")
+    ids = {
+        "acct": acct,
+        "ada": ada,
+        "max": max_,
+        "owned": b.initiative(acct, owner_id=ada),
+        "other": b.initiative(acct, owner_id=max_, title="Other"),
+    }
+    ids["decided"] = b.decision(acct, initiative_id=ids["owned"], decided_by_id=ada)
+    ids["connected"] = b.integration(acct, connected_by_id=ada)
+    ids["unconnected"] = b.integration(acct, connected_by_id=max_, platform="slack")
+    ids["metric"] = b.metric(acct, metric_key="tickets")
+    ids["reading"] = b.observation(metric_id=ids["metric"], initiative_id=ids["owned"])
+    b._add("vendors", {"id": 900, "account_id": acct, "name": "OpenAI"})
+    b._add("vendors", {"id": 901, "account_id": acct, "name": "Open AI Inc"})
+    ids["openai"] = b.cost_entry(ids["owned"], vendor_id=900)
+    ids["openai_inc"] = b.cost_entry(ids["owned"], vendor_id=901)
+    ids["eur"] = b.cost_entry(
+        ids["owned"], amount_cents=1_000, currency="EUR", period_start="2026-02-10"
+    )
+    ids["usd"] = b.cost_entry(ids["owned"], amount_cents=1_000)
+    b.fx_rate(acct, "EUR", "1.1000", "2026-01-01")
+    return b, ids
+
+
+def test_one_stamp_per_load_later_than_every_stored_one(engine: Engine) -> None:
+    # SEMANTICS R32: later than every updated_at already stored, whatever the clock says.
+    b, ids = world()
+    assert b.load(engine, now=LATER).stamp == LATER
+    report = load_bundle(
+        engine, {"initiatives": [{"id": ids["owned"], "stage": "paused"}]}, now=NOW
+    )
+    assert report.stamp == LATER + timedelta(milliseconds=1)
+    assert stamps(engine, tables.initiatives)[ids["owned"]] == report.stamp
+    # Kept as given (--keep-stamps), a later stamp moves the store's clock on with it.
+    far = "2030-01-01T00:00:00Z"
+    load_bundle(
+        engine,
+        {"initiatives": [{"id": ids["other"], "stage": "paused", "updated_at": far}]},
+        now=NOW,
+        keep_stamps=True,
+    )
+    report = load_bundle(engine, {"initiatives": [{"id": ids["owned"], "stage": "live"}]}, now=NOW)
+    assert report.stamp == datetime(2030, 1, 1, 0, 0, 0, 1000)
+
+
+def test_a_new_name_moves_every_row_that_shows_the_person(engine: Engine) -> None:
+    # SEMANTICS R32: initiative owner, decision decided_by, integration connected_by.
+    b, ids = world()
+    b.load(engine, now=NOW)
+    report = load_bundle(engine, {"users": [{"id": ids["ada"], "name": "Ada King"}]}, now=LATER)
+    assert stamps(engine, tables.initiatives) == {ids["owned"]: LATER, ids["other"]: NOW}
+    assert stamps(engine, tables.decisions) == {ids["decided"]: LATER}
+    assert stamps(engine, tables.integrations) == {ids["connected"]: LATER, ids["unconnected"]: NOW}
+    assert (
+        report.updated["users"],
+        report.updated["initiatives"],
+        report.updated["decisions"],
+        report.updated["integrations"],
+    ) == (1, 1, 1, 1)
+    # Given again as it now is, the row a rename touched is counted once, as updated.
+    report = load_bundle(
+        engine,
+        {
+            "users": [{"id": ids["max"], "name": "Max Born"}],
+            "initiatives": [{"id": ids["other"], "title": "Other"}],
+        },
+        now=LATER + timedelta(seconds=1),
+    )
+    assert (report.updated["initiatives"], report.unchanged["initiatives"]) == (1, 0)
+
+
+def test_a_name_given_unchanged_moves_nothing(engine: Engine) -> None:
+    b, ids = world()
+    b.load(engine, now=NOW)
+    load_bundle(engine, {"users": [{"id": ids["ada"], "name": "Ada"}]}, now=LATER)
+    assert set(stamps(engine, tables.initiatives).values()) == {NOW}
+
+
+def test_a_vendor_merge_moves_the_entries_repointed(engine: Engine) -> None:
+    b, ids = world()
+    b.load(engine, now=NOW)
+    report = load_bundle(engine, {"vendors": [{"id": 901, "merged_into_id": 900}]}, now=LATER)
+    with engine.connect() as conn:
+        vendor = dict(
+            conn.execute(select(tables.cost_entries.c.id, tables.cost_entries.c.vendor_id)).all()
+        )  # type: ignore[arg-type]
+    assert vendor[ids["openai_inc"]] == 900
+    moved = stamps(engine, tables.cost_entries)
+    assert moved[ids["openai_inc"]] == LATER
+    assert moved[ids["openai"]] == NOW
+    assert report.updated["cost_entries"] == 1
+
+
+def test_a_metric_given_a_new_key_moves_its_readings(engine: Engine) -> None:
+    b, ids = world()
+    b.load(engine, now=NOW)
+    load_bundle(
+        engine, {"metrics": [{"id": ids["metric"], "metric_key": "tickets_closed"}]}, now=LATER
+    )
+    assert stamps(engine, tables.observations) == {ids["reading"]: LATER}
+
+
+def test_a_new_rate_moves_only_the_entries_whose_amount_moved(engine: Engine) -> None:
+    # SEMANTICS R32, R35: the EUR entry serves a new account_amount_cents; the USD one not.
+    b, ids = world()
+    b.load(engine, now=NOW)
+    report = load_bundle(
+        engine,
+        {
+            "fx_rates": [
+                {
+                    "account_id": ids["acct"],
+                    "currency": "EUR",
+                    "rate": "1.2000",
+                    "effective_from": "2026-02-01",
+                }
+            ]
+        },
+        now=LATER,
+    )
+    moved = stamps(engine, tables.cost_entries)
+    assert moved[ids["eur"]] == LATER
+    assert moved[ids["usd"]] == NOW
+    assert report.updated["cost_entries"] == 1
+    with engine.connect() as conn:
+        amount = conn.execute(
+            select(tables.cost_entries.c.account_amount_cents).where(
+                tables.cost_entries.c.id == ids["eur"]
+            )
+        ).scalar()
+    assert amount == 1_200  # 1,000 EUR cents at 1.2000 from 2026-02-01 (R5)
+
+
+def test_a_changed_row_given_with_an_older_stamp_is_stamped_now(engine: Engine) -> None:
+    # The case a sync by updated_since never saw: a change dated in the past by the bundle.
+    b, ids = world()
+    b.load(engine, now=LATER)
+    report = load_bundle(
+        engine,
+        {
+            "initiatives": [
+                {"id": ids["owned"], "stage": "completed", "updated_at": "2020-01-01T00:00:00Z"}
+            ]
+        },
+        now=LATER + timedelta(hours=1),
+    )
+    assert report.ignored_stamps == 1
+    assert stamps(engine, tables.initiatives)[ids["owned"]] == LATER + timedelta(hours=1)
+
+
+def test_an_unchanged_reload_keeps_every_stamp_and_the_clock(engine: Engine) -> None:
+    b, ids = world()
+    b.load(engine, now=NOW)
+    before = {t.name: stamps(engine, t) for t in (tables.initiatives, tables.cost_entries)}
+    report = b.load(engine, now=LATER)
+    assert report.totals()["updated"] == 0
+    assert {t.name: stamps(engine, t) for t in (tables.initiatives, tables.cost_entries)} == before
+    # Nothing was stamped, so the next load may still stamp LATER.
+    assert (
+        load_bundle(
+            engine, {"initiatives": [{"id": ids["owned"], "stage": "paused"}]}, now=LATER
+        ).stamp
+        == LATER
+    )
+
+
+# --------------------------------------------------------------------------- one at a time
+
+
+def hold_the_store(conn: Connection) -> None:
+    """Take the store's load lock from outside, as another load would."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.execute(
+            text("SELECT pg_advisory_lock(:key)"), {"key": int.from_bytes(b"airoi ld", "big")}
+        )
+
+
+def release_the_store(conn: Connection) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("ROLLBACK")
+    else:
+        conn.execute(
+            text("SELECT pg_advisory_unlock(:key)"), {"key": int.from_bytes(b"airoi ld", "big")}
+        )
+
+
+def test_a_load_waits_for_the_one_holding_the_store_and_says_so(engine: Engine) -> None:
+    b, ids = world()
+    b.load(engine, now=NOW)
+    said: list[str] = []
+    holder = engine.connect()
+    hold_the_store(holder)
+    released = threading.Timer(0.6, release_the_store, args=(holder,))
+    released.start()
+    try:
+        started = time.monotonic()
+        report = load_bundle(
+            engine,
+            {"initiatives": [{"id": ids["owned"], "stage": "paused"}]},
+            now=LATER,
+            wait=30,
+            say=said.append,
+        )
+        waited = time.monotonic() - started
+    finally:
+        released.join()
+        holder.close()
+    assert report.updated["initiatives"] == 1
+    assert waited >= 0.5
+    assert len(said) == 1
+    assert said[0].startswith("Another load") and "waiting for it to finish" in said[0]
+    assert "up to 30 s" in said[0]
+
+
+def test_a_load_that_waits_too_long_gives_up_and_writes_nothing(engine: Engine) -> None:
+    b, ids = world()
+    b.load(engine, now=NOW)
+    holder = engine.connect()
+    hold_the_store(holder)
+    try:
+        with pytest.raises(
+            LoadBusy,
+            match=r"still holds this store after 0.5 s; nothing was "
+            r"loaded.*--wait",
+        ):
+            load_bundle(
+                engine,
+                {"initiatives": [{"id": ids["owned"], "stage": "paused"}]},
+                now=LATER,
+                wait=0.5,
+            )
+    finally:
+        release_the_store(holder)
+        holder.close()
+    assert stamps(engine, tables.initiatives)[ids["owned"]] == NOW
+
+
+def test_a_refused_bundle_releases_the_store(engine: Engine) -> None:
+    b, ids = world()
+    b.load(engine, now=NOW)
+    with pytest.raises(BundleError):
+        load_bundle(engine, {"initiatives": [{"id": ids["owned"], "stage": "liv"}]}, wait=0)
+    load_bundle(engine, {"initiatives": [{"id": ids["owned"], "stage": "paused"}]}, wait=0)
