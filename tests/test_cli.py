@@ -86,6 +86,53 @@ def test_init_load_and_reload(tmp_path: Path) -> None:
     airoi(tmp_path, "load", str(gz))
 
 
+def test_load_says_when_it_waits_and_gives_up_after_wait(tmp_path: Path) -> None:
+    # SEMANTICS R32, BUNDLE.md: loads run one at a time; --wait bounds the wait.
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(small_bundle()))
+    airoi(tmp_path, "load", str(path))
+    holder = make_engine(f"sqlite:///{tmp_path / 'cli.db'}").connect()
+    holder.exec_driver_sql("BEGIN IMMEDIATE")  # another load holding the store
+    try:
+        busy = airoi(tmp_path, "load", "--wait", "1", str(path), check=False)
+    finally:
+        holder.exec_driver_sql("ROLLBACK")
+        holder.close()
+    assert busy.returncode == 75
+    lines = busy.stderr.splitlines()
+    assert lines[0].startswith("Another load is writing to this store; waiting"), busy.stderr
+    assert "up to 1 s" in lines[0]
+    assert lines[-1].startswith("Another load still holds this store after 1 s; nothing was")
+    assert "Traceback" not in busy.stderr
+    assert airoi(tmp_path, "load", "--wait", "0", str(path)).returncode == 0
+    refused = airoi(tmp_path, "load", "--wait", "-1", str(path), check=False)
+    assert refused.returncode == 2
+    assert "--wait" in refused.stderr
+
+
+def test_load_ignores_given_stamps_unless_kept(tmp_path: Path) -> None:
+    # SEMANTICS R32: the report says how many were ignored; --keep-stamps keeps them.
+    bundle = small_bundle()
+    bundle["initiatives"][0]["updated_at"] = "2020-01-01T00:00:00Z"
+    bundle["cost_entries"][0]["updated_at"] = "2020-01-01T00:00:00Z"
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    printed = airoi(tmp_path, "load", str(path)).stdout
+    assert "Ignored 2 updated_at value(s) the bundle gave" in printed
+    assert re.search(r"Changes stamped \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\.", printed)
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.connect() as conn:
+        stamp = conn.execute(select(initiatives.c.updated_at)).scalar()
+    assert stamp is not None and stamp.year > 2020
+    bundle["initiatives"][0]["title"] = "Bot 2"
+    path.write_text(json.dumps(bundle))
+    kept = airoi(tmp_path, "load", "--keep-stamps", str(path)).stdout
+    assert "Ignored" not in kept
+    with engine.connect() as conn:
+        assert conn.execute(select(initiatives.c.updated_at)).scalar().year == 2020
+    engine.dispose()
+
+
 def test_bad_bundle_names_record_and_field_and_writes_nothing(tmp_path: Path) -> None:
     airoi(tmp_path, "init")
     bundle = small_bundle()
