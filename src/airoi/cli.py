@@ -208,7 +208,7 @@ def load(
         "total", *(str(totals[k]) for k in ("inserted", "updated", "unchanged", "deleted"))
     )
     out.print(table)
-    if report.stamp is not None:
+    if report.stamp is not None and (totals["inserted"] or totals["updated"] or totals["deleted"]):
         stamped = report.stamp.isoformat(timespec="milliseconds") + "Z"
         out.print(f"Changes stamped {stamped}.", highlight=False)
     if report.ignored_stamps:
