@@ -48,6 +48,12 @@ DatabaseUrl = Annotated[
         help="Database URL (default sqlite:///airoi.db).",
     ),
 ]
+# The service and the token, as the commands that ask the API take them (from the
+# environment too, which keeps the token out of the shell history).
+BaseUrl = Annotated[
+    str, typer.Option("--base-url", envvar="AIROI_BASE_URL", help="The API's base URL.")
+]
+BearerToken = Annotated[str, typer.Option("--token", envvar="AIROI_TOKEN", help="A bearer token.")]
 PROGRESS_MIN_BYTES = 2_000_000
 # Import names of the `server` extra's packages, and of the `pull` extra's.
 SERVER_PACKAGES = (
@@ -377,12 +383,20 @@ def openapi() -> None:
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
 
 
+def _say_wait(seconds: float, why: Exception) -> None:
+    """A wait (a 429's Retry-After, a 503, no answer) is said, not left to look like a hang."""
+    err.print(
+        f"Waiting {seconds:.1f} s before asking again: {why}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command()
 def pull(
-    base_url: Annotated[
-        str, typer.Option("--base-url", envvar="AIROI_BASE_URL", help="The API's base URL.")
-    ],
-    token: Annotated[str, typer.Option("--token", envvar="AIROI_TOKEN", help="A bearer token.")],
+    base_url: BaseUrl,
+    token: BearerToken,
     to: Annotated[
         Path, typer.Option("--to", help="A .duckdb file, or a directory for parquet or csv.")
     ],
@@ -422,18 +436,9 @@ def pull(
         TextColumn("{task.fields[state]}"),
     )
 
-    def waiting(seconds: float, why: AiroiError) -> None:
-        # A wait (a 429's Retry-After, a 503, no answer) is said, not left to look like a hang.
-        err.print(
-            f"Waiting {seconds:.1f} s before asking again: {why}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-
     started = time.perf_counter()
     try:
-        client = Client(base_url, token, on_wait=waiting)
+        client = Client(base_url, token, on_wait=_say_wait)
     except AiroiError as exc:
         err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
