@@ -1,4 +1,5 @@
-"""The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve, openapi, pull.
+"""The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve, openapi, pull,
+verify.
 
 Only typer, rich and the standard library are imported here: `airoi pull` and `--help` work
 with the base install (the client). The server commands import the server's packages when
@@ -84,8 +85,9 @@ def _missing(packages: tuple[str, ...]) -> list[str]:
     return missing
 
 
-def _require(extra: str, packages: tuple[str, ...], command: str) -> None:
-    """Stop with one line naming the extra to install when its packages are not there."""
+def _require(extra: str, packages: tuple[str, ...], command: str, *, code: int = 1) -> None:
+    """Stop (exit status `code`) with one line naming the extra to install when its packages
+    are not there."""
     missing = _missing(packages)
     if missing:
         err.print(
@@ -95,7 +97,7 @@ def _require(extra: str, packages: tuple[str, ...], command: str) -> None:
             highlight=False,
             soft_wrap=True,
         )
-        raise typer.Exit(1)
+        raise typer.Exit(code)
 
 
 def _require_server(command: str) -> None:
@@ -490,6 +492,132 @@ def pull(
         f"({total / seconds if seconds else 0:.0f} rows/s).",
         highlight=False,
     )
+
+
+VERIFY_SHOWN_ROWS = 200
+
+
+def _say(text: str, *, console: Console = out) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@app.command()
+def verify(
+    base_url: BaseUrl,
+    token: BearerToken,
+    store: Annotated[
+        Path,
+        typer.Option(
+            "--store",
+            help="The copy airoi pull made: a .duckdb file, or its parquet or csv directory.",
+        ),
+    ],
+    format_: Annotated[
+        str | None,
+        typer.Option(
+            "--format", help="duckdb, parquet or csv (default: as the store's files show)."
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=16, help="Requests to the service at a time.")
+    ] = 4,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="List every figure compared, equal ones too.")
+    ] = False,
+) -> None:
+    """Recompute /roi and the budgets' actual figures from a pulled copy; compare with the service.
+
+    From the copy, with DuckDB: /roi over every window (all, 1yr, 3yr, 5yr) for the portfolio
+    and for each initiative, as sums of account_amount_cents by reported_on; and each budget
+    row's capex_actual, opex_actual, actual_to_date, spent_before_budget, capex_remaining,
+    variance and used_ratio, and the actual monthly run rate of a budget with one approved
+    version. A budget row in a currency other than the account's, with spend in a third
+    currency, is not checkable from a copy (the FX table is not served): it is listed, and
+    not counted as a difference. Today is the service's. Exit status 0 when every figure is
+    equal, 1 when any differs, 2 when the service or the store cannot be read. Needs the pull
+    extra (duckdb).
+    """
+    _require("pull", ("duckdb",), "verify", code=2)
+
+    from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
+
+    from airoi.client import AiroiError, Client
+    from airoi.client.verify import CopyError, Inconclusive
+    from airoi.client.verify import verify as run_verify
+
+    try:
+        client = Client(base_url, token, on_wait=_say_wait)
+    except AiroiError as exc:
+        _say(f"Verify stopped: {exc}", console=err)
+        raise typer.Exit(2) from None
+    columns = (SpinnerColumn(), TextColumn("Asking /roi"), BarColumn(), MofNCompleteColumn())
+    with client, Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("roi", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        try:
+            result = run_verify(client, store, format_, workers=workers, progress=advance)
+        except KeyboardInterrupt:
+            _say("Verify interrupted: nothing was compared.", console=err)
+            raise typer.Exit(130) from None
+        except (AiroiError, CopyError, Inconclusive) as exc:
+            _say(f"Verify stopped: {exc}", console=err)
+            raise typer.Exit(2) from None
+
+    for note in result.notes:
+        _say(f"Note: {note}")
+    differences = result.differences
+    listed = result.compared if show_all else differences
+    if listed:
+        table = Table(
+            "figure", "scope", "window", "service", "copy", "difference",
+            title="Figures compared" if show_all else "Differences",
+        )  # fmt: skip
+        for compared in listed[: None if show_all else VERIFY_SHOWN_ROWS]:
+            difference = compared.difference
+            table.add_row(
+                compared.figure,
+                compared.scope,
+                compared.window,
+                _shown(compared.service),
+                _shown(compared.copy),
+                "" if compared.equal else "differs" if difference is None else f"{difference:+}",
+            )
+        out.print(table)
+        if len(listed) > VERIFY_SHOWN_ROWS and not show_all:
+            _say(
+                f"... and {len(listed) - VERIFY_SHOWN_ROWS} more differences"
+                " (--all lists every figure)."
+            )
+    if result.unchecked:
+        table = Table("budget row", "currency", "why", title="Not checkable from a copy")
+        for unchecked in result.unchecked[:VERIFY_SHOWN_ROWS]:
+            table.add_row(str(unchecked.initiative_id), unchecked.currency, unchecked.reason)
+        out.print(table)
+        if len(result.unchecked) > VERIFY_SHOWN_ROWS:
+            _say(f"... and {len(result.unchecked) - VERIFY_SHOWN_ROWS} more rows not checkable.")
+    _say(
+        f"Service {result.base_url} as of {result.today.isoformat()} ({result.currency}); "
+        f"copy {result.store} ({result.fmt})."
+    )
+    _say(
+        f"{len(result.compared)} figures compared (the portfolio and {result.initiatives} "
+        f"initiatives over 4 windows; {result.budget_rows} budget rows): "
+        f"{len(differences)} differ, {len(result.unchecked)} budget rows not checkable from "
+        f"a copy. {result.seconds:.2f} s, {result.requests} requests."
+    )
+    if differences:
+        raise typer.Exit(1)
 
 
 def _database_error() -> type[Exception] | None:

@@ -10,6 +10,9 @@ GBP is 1.25 from 2025-01-01.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
 from datetime import date
@@ -510,3 +513,81 @@ def test_answers_of_another_day_are_not_compared(tmp_path: Path) -> None:
     with Client("http://service", "t" * 40, transport=transport) as api:  # noqa: SIM117
         with pytest.raises(Inconclusive, match=r"2026-06-15, then 2026-06-16"):
             verify(api, tmp_path / "empty.duckdb")
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def airoi_verify(*args: str, token: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AIROI_TOKEN": token, "COLUMNS": "200"}
+    env.pop("AIROI_BASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "airoi", "verify", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_the_command_exits_0_1_or_2_and_never_prints_the_token(
+    base_url: str, world: World, tmp_path: Path
+) -> None:
+    target = pulled(base_url, world, tmp_path / "copy.duckdb")
+    token = world.token
+    equal = airoi_verify("--base-url", base_url, "--store", str(target), token=token)
+    assert equal.returncode == 0, equal.stderr
+    summary = " ".join(equal.stdout.split())
+    assert "0 differ, 1 budget rows not checkable from a copy" in summary
+    assert "Not checkable from a copy" in equal.stdout
+    assert f"as of 2026-06-15 (USD); copy {target} (duckdb)" in summary
+
+    conn = duckdb.connect(str(target))
+    conn.execute("DELETE FROM cost_entries WHERE id = ?", [world.entries["e_capex"]])
+    conn.close()
+    differ = airoi_verify("--base-url", base_url, "--store", str(target), token=token)
+    assert differ.returncode == 1, differ.stderr
+    e = world.initiatives["E"]
+    # E's 700 of capex, in every window that holds 2026-06-10, for E and the portfolio.
+    assert f"│ cost.capex_cents │ initiative {e} │ 1yr │ 700 │ 0 │ -700 │" in " ".join(
+        differ.stdout.split()
+    )
+    assert "32 differ" in " ".join(differ.stdout.split())
+
+    runs = [equal, differ]
+    runs.append(
+        airoi_verify("--base-url", base_url, "--store", str(target), token="airoi_" + "y" * 43)
+    )
+    assert runs[-1].returncode == 2
+    assert runs[-1].stderr.startswith("Verify stopped: 401: ")
+    runs.append(
+        airoi_verify("--base-url", base_url, "--store", str(tmp_path / "none"), token=token)
+    )
+    assert (runs[-1].returncode, runs[-1].stderr.strip()) == (
+        2,
+        f"Verify stopped: There is no store at {tmp_path / 'none'}: make one with airoi pull "
+        f"--to {tmp_path / 'none'}.",
+    )
+    runs.append(airoi_verify("--base-url", "http://reader:pw@host:port/api/v1", "--store",
+                             str(target), token=token))  # fmt: skip
+    assert (runs[-1].returncode, runs[-1].stderr.strip()) == (
+        2,
+        "Verify stopped: http://host:port/api/v1 is not a URL that can be asked.",
+    )
+    runs.append(airoi_verify("--base-url", base_url, token=token))  # no --store: usage
+    assert runs[-1].returncode == 2 and "--store" in runs[-1].stderr
+    runs.append(airoi_verify("--base-url", base_url, "--store", str(target), "--token", token,
+                             "--all", token="unused"))  # fmt: skip
+    assert runs[-1].returncode == 1
+    runs.append(airoi_verify("--help", token=token))
+    assert runs[-1].returncode == 0 and "not checkable from a copy" in runs[-1].stdout
+    for run in runs:
+        assert token not in run.stdout + run.stderr
+        assert "Traceback" not in run.stderr
+
+
+def test_the_help_names_what_a_copy_cannot_check(tmp_path: Path) -> None:
+    help_text = " ".join(airoi_verify("--help", token="x" * 40).stdout.split())
+    for words in ("--base-url", "--token", "--store", "FX table", "third currency"):
+        assert words in help_text, words
