@@ -539,7 +539,7 @@ def verify(
     and for each initiative, as sums of account_amount_cents by reported_on; and each budget
     row's capex_actual, opex_actual, actual_to_date, spent_before_budget, capex_remaining,
     variance and used_ratio, and the actual monthly run rate of a budget with one approved
-    version. A budget row in a currency other than the account's, with spend in a third
+    version. A budget row in a currency other than the account's, with spend in any other
     currency, is not checkable from a copy (the FX table is not served): it is listed, and
     not counted as a difference. Today is the service's. Exit status 0 when every figure is
     equal, 1 when any differs, 2 when the service or the store cannot be read. Needs the pull

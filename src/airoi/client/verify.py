@@ -14,13 +14,15 @@ other answer must be of the same day, or the comparison is not one (`Inconclusiv
 
 What a copy cannot recompute is left out, never guessed:
 
-- a budget row in a currency other than the account's, with spend in a third currency
-  (neither the row's nor convertible from `account_amount_cents`): the FX table is not
-  served, so the row is reported as not checkable;
+- a budget row in a currency other than the account's, with spend in any currency but the
+  row's (the account's included): the FX table is not served, so the row is reported as not
+  checkable;
 - `actual_monthly_run_rate_cents` of a revised budget (more than one approved version): the
   months each version covered (R16, R22) depend on versions the service does not serve;
 - `opex_actual_fiscal_ytd_cents`: the fiscal year's first month (R23) is not served;
-- the budget side of a row (R16-R20, R24): budget versions are not served.
+- the budget side of a row (R16-R20, R24) and its status: budget versions are not served.
+  The row's own budget figures are taken as served to check capex_remaining_cents,
+  variance_cents and used_ratio.
 """
 
 # ruff: noqa: S608 - SQL names here are fixed table and column names; values are parameters.
