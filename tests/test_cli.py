@@ -364,7 +364,7 @@ def test_serve_needs_at_least_one_worker(tmp_path: Path, workers: str) -> None:
 def test_help_lists_the_commands(tmp_path: Path, command: list[str]) -> None:
     out = airoi(tmp_path, *command).stdout
     if command == ["--help"]:
-        for name in ("init", "load", "demo", "token", "serve", "openapi"):
+        for name in ("init", "load", "demo", "token", "serve", "openapi", "pull", "verify"):
             assert name in out
 
 

@@ -1,4 +1,5 @@
-"""The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve, openapi, pull.
+"""The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve, openapi, pull,
+verify.
 
 Only typer, rich and the standard library are imported here: `airoi pull` and `--help` work
 with the base install (the client). The server commands import the server's packages when
@@ -41,6 +42,12 @@ app.add_typer(token_app, name="token")
 out = Console()
 err = Console(stderr=True)
 
+
+def _say(text: str, *, console: Console = out) -> None:
+    """One line as written: never wrapped or marked up."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 DatabaseUrl = Annotated[
     str | None,
     typer.Option(
@@ -49,6 +56,12 @@ DatabaseUrl = Annotated[
         help="Database URL (default sqlite:///airoi.db).",
     ),
 ]
+# The service and the token, as the commands that ask the API take them (from the
+# environment too, which keeps the token out of the shell history).
+BaseUrl = Annotated[
+    str, typer.Option("--base-url", envvar="AIROI_BASE_URL", help="The API's base URL.")
+]
+BearerToken = Annotated[str, typer.Option("--token", envvar="AIROI_TOKEN", help="A bearer token.")]
 PROGRESS_MIN_BYTES = 2_000_000
 # Import names of the `server` extra's packages, and of the `pull` extra's.
 SERVER_PACKAGES = (
@@ -79,8 +92,9 @@ def _missing(packages: tuple[str, ...]) -> list[str]:
     return missing
 
 
-def _require(extra: str, packages: tuple[str, ...], command: str) -> None:
-    """Stop with one line naming the extra to install when its packages are not there."""
+def _require(extra: str, packages: tuple[str, ...], command: str, *, code: int = 1) -> None:
+    """Stop (exit status `code`) with one line naming the extra to install when its packages
+    are not there."""
     missing = _missing(packages)
     if missing:
         err.print(
@@ -90,7 +104,7 @@ def _require(extra: str, packages: tuple[str, ...], command: str) -> None:
             highlight=False,
             soft_wrap=True,
         )
-        raise typer.Exit(1)
+        raise typer.Exit(code)
 
 
 def _require_server(command: str) -> None:
@@ -127,9 +141,9 @@ def init(database_url: DatabaseUrl = None) -> None:
 BUSY_EXIT = 75
 
 
-def _say(line: str) -> None:
+def _warn(line: str) -> None:
     """One line to stderr, never wrapped or marked up (BUNDLE.md: one line per problem)."""
-    err.print(line, markup=False, highlight=False, soft_wrap=True)
+    _say(line, console=err)
 
 
 @app.command()
@@ -170,7 +184,9 @@ def load(
 
     engine = _writer(_settings(database_url))
     size = file.stat().st_size
-    run = functools.partial(load_bundle, engine, file, keep_stamps=keep_stamps, wait=wait, say=_say)
+    run = functools.partial(
+        load_bundle, engine, file, keep_stamps=keep_stamps, wait=wait, say=_warn
+    )
     try:
         if size >= PROGRESS_MIN_BYTES:
             columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
@@ -184,12 +200,12 @@ def load(
         else:
             report = run()
     except LoadBusy as exc:
-        _say(str(exc))
+        _warn(str(exc))
         raise typer.Exit(BUSY_EXIT) from None
     except BundleError as exc:
         for problem in exc.problems:
-            _say(problem)
-        _say(f"Nothing was loaded: {len(exc.problems)} problem(s) in {file}.")
+            _warn(problem)
+        _warn(f"Nothing was loaded: {len(exc.problems)} problem(s) in {file}.")
         raise typer.Exit(1) from None
     table = Table("kind", "inserted", "updated", "unchanged", "deleted")
     kinds = sorted(
@@ -251,9 +267,9 @@ def demo(
     engine = _writer(settings)
     demo_bundle = build_demo_bundle(settings.current_date())
     try:
-        report = load_demo(engine, demo_bundle, say=_say)
+        report = load_demo(engine, demo_bundle, say=_warn)
     except LoadBusy as exc:
-        _say(str(exc))
+        _warn(str(exc))
         raise typer.Exit(BUSY_EXIT) from None
     except DemoRefused as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
@@ -423,12 +439,20 @@ def openapi() -> None:
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
 
 
+def _say_wait(seconds: float, why: Exception) -> None:
+    """A wait (a 429's Retry-After, a 503, no answer) is said, not left to look like a hang."""
+    err.print(
+        f"Waiting {seconds:.1f} s before asking again: {why}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command()
 def pull(
-    base_url: Annotated[
-        str, typer.Option("--base-url", envvar="AIROI_BASE_URL", help="The API's base URL.")
-    ],
-    token: Annotated[str, typer.Option("--token", envvar="AIROI_TOKEN", help="A bearer token.")],
+    base_url: BaseUrl,
+    token: BearerToken,
     to: Annotated[
         Path, typer.Option("--to", help="A .duckdb file, or a directory for parquet or csv.")
     ],
@@ -468,18 +492,9 @@ def pull(
         TextColumn("{task.fields[state]}"),
     )
 
-    def waiting(seconds: float, why: AiroiError) -> None:
-        # A wait (a 429's Retry-After, a 503, no answer) is said, not left to look like a hang.
-        err.print(
-            f"Waiting {seconds:.1f} s before asking again: {why}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-
     started = time.perf_counter()
     try:
-        client = Client(base_url, token, on_wait=waiting)
+        client = Client(base_url, token, on_wait=_say_wait)
     except AiroiError as exc:
         err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
@@ -531,6 +546,128 @@ def pull(
         f"({total / seconds if seconds else 0:.0f} rows/s).",
         highlight=False,
     )
+
+
+VERIFY_SHOWN_ROWS = 200
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@app.command()
+def verify(
+    base_url: BaseUrl,
+    token: BearerToken,
+    store: Annotated[
+        Path,
+        typer.Option(
+            "--store",
+            help="The copy airoi pull made: a .duckdb file, or its parquet or csv directory.",
+        ),
+    ],
+    format_: Annotated[
+        str | None,
+        typer.Option(
+            "--format", help="duckdb, parquet or csv (default: as the store's files show)."
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=16, help="Requests to the service at a time.")
+    ] = 4,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="List every figure compared, equal ones too.")
+    ] = False,
+) -> None:
+    """Recompute /roi and the budgets' actual figures from a pulled copy; compare with the service.
+
+    From the copy, with DuckDB: /roi over every window (all, 1yr, 3yr, 5yr) for the portfolio
+    and for each initiative, as sums of account_amount_cents by reported_on; and each budget
+    row's capex_actual, opex_actual, actual_to_date, spent_before_budget, capex_remaining,
+    variance and used_ratio, and the actual monthly run rate of a budget with one approved
+    version. A budget row in a currency other than the account's, with spend in any other
+    currency, is not checkable from a copy (the FX table is not served): it is listed, and
+    not counted as a difference. Today is the service's. Exit status 0 when every figure is
+    equal, 1 when any differs, 2 when the service or the store cannot be read. Needs the pull
+    extra (duckdb).
+    """
+    _require("pull", ("duckdb",), "verify", code=2)
+
+    from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
+
+    from airoi.client import AiroiError, Client
+    from airoi.client.verify import CopyError, Inconclusive
+    from airoi.client.verify import verify as run_verify
+
+    try:
+        client = Client(base_url, token, on_wait=_say_wait)
+    except AiroiError as exc:
+        _say(f"Verify stopped: {exc}", console=err)
+        raise typer.Exit(2) from None
+    columns = (SpinnerColumn(), TextColumn("Asking /roi"), BarColumn(), MofNCompleteColumn())
+    with client, Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("roi", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        try:
+            result = run_verify(client, store, format_, workers=workers, progress=advance)
+        except KeyboardInterrupt:
+            _say("Verify interrupted: nothing was compared.", console=err)
+            raise typer.Exit(130) from None
+        except (AiroiError, CopyError, Inconclusive) as exc:
+            _say(f"Verify stopped: {exc}", console=err)
+            raise typer.Exit(2) from None
+
+    for note in result.notes:
+        _say(f"Note: {note}")
+    differences = result.differences
+    listed = result.compared if show_all else differences
+    if listed:
+        table = Table(
+            "figure", "scope", "window", "service", "copy", "difference",
+            title="Figures compared" if show_all else "Differences",
+        )  # fmt: skip
+        for compared in listed[: None if show_all else VERIFY_SHOWN_ROWS]:
+            difference = compared.difference
+            table.add_row(
+                compared.figure,
+                compared.scope,
+                compared.window,
+                _shown(compared.service),
+                _shown(compared.copy),
+                "" if compared.equal else "differs" if difference is None else f"{difference:+}",
+            )
+        out.print(table)
+        if len(listed) > VERIFY_SHOWN_ROWS and not show_all:
+            _say(
+                f"... and {len(listed) - VERIFY_SHOWN_ROWS} more differences"
+                " (--all lists every figure)."
+            )
+    if result.unchecked:
+        table = Table("budget row", "currency", "why", title="Not checkable from a copy")
+        for unchecked in result.unchecked[:VERIFY_SHOWN_ROWS]:
+            table.add_row(str(unchecked.initiative_id), unchecked.currency, unchecked.reason)
+        out.print(table)
+        if len(result.unchecked) > VERIFY_SHOWN_ROWS:
+            _say(f"... and {len(result.unchecked) - VERIFY_SHOWN_ROWS} more rows not checkable.")
+    _say(
+        f"Service {result.base_url} as of {result.today.isoformat()} ({result.currency}); "
+        f"copy {result.store} ({result.fmt})."
+    )
+    _say(
+        f"{len(result.compared)} figures compared (the portfolio and {result.initiatives} "
+        f"initiatives over 4 windows; {result.budget_rows} budget rows): "
+        f"{len(differences)} differ, {len(result.unchecked)} budget rows not checkable from "
+        f"a copy. {result.seconds:.2f} s, {result.requests} requests."
+    )
+    if differences:
+        raise typer.Exit(1)
 
 
 def _database_error() -> type[Exception] | None:

@@ -1,4 +1,5 @@
-"""The client and `airoi pull` without the server's packages, and the extras that promise it.
+"""The client, `airoi pull` and `airoi verify` without the server's packages, and the extras that
+promise it.
 
 Each check runs a fresh Python in which a meta-path finder refuses every package of the
 `server` extra (and records each attempt), as a base `pip install airoi` would leave it.
@@ -95,7 +96,7 @@ import airoi.client
 
 lazy = [m for m in ("pandas", "pyarrow", "duckdb", "dlt", "typer") if m in sys.modules]
 import airoi.cli, airoi.client.client, airoi.client.dlt_source, airoi.client.errors
-import airoi.client.frames, airoi.client.pull
+import airoi.client.frames, airoi.client.pull, airoi.client.verify
 print(json.dumps({"lazy": lazy, "attempts": Blocked.attempts}))
 """
     )
@@ -153,8 +154,16 @@ print(json.dumps({"seen": seen, "attempts": Blocked.attempts}))
         conn.close()
     assert [amount for (amount,) in amounts] == [10_000 + n for n in range(7)]
 
+    verified = light(
+        CLI, "verify", "--base-url", base_url, "--token", account.token, "--store", str(target)
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert "0 differ" in " ".join(verified.stdout.split())
 
-@pytest.mark.parametrize("args", [["--help"], ["pull", "--help"], ["serve", "--help"]])
+
+@pytest.mark.parametrize(
+    "args", [["--help"], ["pull", "--help"], ["verify", "--help"], ["serve", "--help"]]
+)
 def test_help_without_the_server(args: list[str]) -> None:
     done = light(CLI, *args)
     assert done.returncode == 0, done.stderr
@@ -180,6 +189,15 @@ def test_pull_without_its_extra_names_it(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == (
         "`airoi pull` needs the pull extra (duckdb not installed): pip install 'airoi[pull]'"
+    )
+
+
+def test_verify_without_its_extra_names_it(tmp_path: Path) -> None:
+    args = ["verify", "--base-url", "http://127.0.0.1:9/api/v1", "--token", "t", "--store", "x"]
+    done = light(CLI, *args, cwd=tmp_path, blocked=(*SERVER_PACKAGES, "duckdb"))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "`airoi verify` needs the pull extra (duckdb not installed): pip install 'airoi[pull]'"
     )
 
 
