@@ -1270,13 +1270,14 @@ def test_deleting_a_metric_or_a_connection_unlinks_the_rows_that_named_it(engine
         assert any(expected in problem for problem in caught.value.problems), caught.value
     deleting_again = loaded(engine, {"delete": {"metrics": [6], "integrations": [4]}})
     assert deleting_again.totals() == {"inserted": 0, "updated": 0, "unchanged": 0, "deleted": 0}
-    # Connection 4 deleted and given again in one bundle, with the rows naming it: each row is
-    # counted once, as written (17 and 31 linked again: updated; 18 never named it), where
-    # the unlinking counted them a second time.
+    # Connection 4 deleted and given again in one bundle, with the rows naming it: it is there
+    # after the load, so nothing naming it is unlinked, and the rows given as they are stay
+    # unchanged, counted once each.
     loaded(engine, bundle)
     again = loaded(engine, {**bundle, "delete": {"integrations": [4]}}, now=LATER)
     counts = {k: (again.updated[k], again.unchanged[k]) for k in ("cost_entries", "observations")}
-    assert counts == {"cost_entries": (1, 1), "observations": (1, 0)}, counts
+    assert counts == {"cost_entries": (0, 2), "observations": (0, 1)}, counts
+    assert one(engine, tables.observations, id=31)["source_connection_id"] == 4
     # Given again as it now is (no connection): still a row this load changed.
     as_now = {**bundle["cost_entries"][0], "source": {"type": "sync"}}
     after = loaded(engine, {"cost_entries": [as_now], "delete": {"integrations": [4]}}, now=LATER)
@@ -1776,3 +1777,68 @@ def test_an_observation_key_that_is_not_its_metrics_is_refused(engine: Engine) -
     record(bundle, "observations", 31)["metric_key"] = "tickets_deflected"
     loaded(engine, bundle)
     assert one(engine, tables.observations, id=31)["metric_key"] == "tickets_deflected"
+
+
+# --------------------------------------------------------------------------- partial records
+
+
+def test_a_record_deleted_and_given_again_keeps_what_names_it(engine: Engine) -> None:
+    # A row the bundle deletes and gives again is there after the load: the decision naming
+    # the initiative, the entries naming the connection stay linked (BUNDLE.md, R34).
+    bundle = base_bundle()
+    record(bundle, "cost_entries", 17)["source"] = {"connection_id": 4}
+    loaded(engine, bundle)
+    again = {
+        "delete": {"initiatives": [5], "integrations": [4]},
+        "initiatives": [record(base_bundle(), "initiatives", 5)],
+        "integrations": [record(base_bundle(), "integrations", 4)],
+    }
+    report = loaded(engine, again, now=LATER)
+    assert one(engine, tables.decisions, id=9)["initiative_id"] == 5
+    assert report.updated["decisions"] == 0
+    # The initiative's own entries went with it (the bundle deleted it); nothing else moved.
+    assert rows(engine, tables.cost_entries) == []
+    assert rows(engine, tables.deletions) and {
+        r["resource"] for r in rows(engine, tables.deletions)
+    } == {"cost_entries", "value_entries", "observations"}
+
+
+def test_a_partial_record_of_a_row_the_bundle_deletes_names_only_what_it_lacks(
+    engine: Engine,
+) -> None:
+    # SEMANTICS R33: deleted first, the row is made again, so the record must give what a new
+    # row needs, and nothing else is said about the row it no longer has.
+    loaded(engine)
+    problems = refused(
+        engine,
+        {
+            "delete": {"initiatives": [5]},
+            "cost_entries": [{"id": 17, "amount_cents": 2_000}],
+            "observations": [{"id": 31, "value": 1.0}],
+        },
+    )
+    assert sorted(problems) == [
+        "cost_entries[id=17].initiative_id: required",
+        "observations[id=31].account_id: required when neither initiative_id nor metric_id is "
+        "given",
+    ]
+
+
+def test_a_stored_token_is_revoked_by_its_secret_alone(engine: Engine) -> None:
+    # SEMANTICS R33 for a kind keyed by what it gives: the user is the stored token's.
+    loaded(engine)
+    report = loaded(
+        engine, {"tokens": [{"token": SECRET, "revoked_at": "2026-02-01T00:00:00Z"}]}, now=LATER
+    )
+    assert report.updated["tokens"] == 1
+    stored = one(engine, tables.tokens, token_hash=hash_token(SECRET))
+    assert (stored["user_id"], stored["revoked_at"]) == (1, datetime(2026, 2, 1))
+    # A stored rate changes by its key and a new rate.
+    rate = {"account_id": 1, "currency": "EUR", "effective_from": "2026-01-01"}
+    assert (
+        loaded(engine, {"fx_rates": [{**rate, "rate": "1.1000"}]}, now=LATER).updated["fx_rates"]
+        == 1
+    )
+    assert refused(engine, {"fx_rates": [{**rate, "effective_from": "2026-02-01"}]}) == [
+        "fx_rates[account_id=1,currency=EUR,effective_from=2026-02-01].rate: required"
+    ]

@@ -199,6 +199,9 @@ def load(
                 report = run(progress=advance)
         else:
             report = run()
+    except KeyboardInterrupt:
+        _warn("Load interrupted: nothing was loaded.")
+        raise typer.Exit(130) from None
     except LoadBusy as exc:
         _warn(str(exc))
         raise typer.Exit(BUSY_EXIT) from None

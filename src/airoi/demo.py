@@ -2080,7 +2080,19 @@ def load_demo(
     """Load the demo account afresh in one transaction, as `airoi demo` does.
 
     The demo's rows carry a realistic history (rows created and changed over the months
-    before today), so it is loaded as `airoi load --keep-stamps` loads: the bundle's
-    updated_at values are kept rather than stamped with the load's moment (SEMANTICS R32).
+    before today). When the demo account is made, it is loaded as `airoi load --keep-stamps`
+    loads, keeping the bundle's updated_at values: nobody can have copied an account that
+    did not exist. A refresh is an ordinary load: every row it makes again takes the load's
+    stamp, later than any a copy has seen (SEMANTICS R32), so a copy of the demo account
+    stays exact. Whether the account exists is read under the store's lock.
     """
-    return load_bundle(engine, bundle, before=reset_demo_account, keep_stamps=True, say=say)
+    made: list[bool] = []
+
+    def reset(conn: Connection) -> list[tuple[str, int, int]]:
+        exists = conn.execute(
+            select(tables.accounts.c.id).where(tables.accounts.c.id == DEMO_ACCOUNT_ID)
+        ).first()
+        made.append(exists is None)
+        return reset_demo_account(conn)
+
+    return load_bundle(engine, bundle, before=reset, keep_stamps=lambda: made[0], say=say)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy import Connection, Engine, event, select, text
 
 from airoi.db import tables
 from airoi.load import BundleError, LoadBusy, load_bundle
@@ -278,3 +278,70 @@ def test_a_refused_bundle_releases_the_store(engine: Engine) -> None:
     with pytest.raises(BundleError):
         load_bundle(engine, {"initiatives": [{"id": ids["owned"], "stage": "liv"}]}, wait=0)
     load_bundle(engine, {"initiatives": [{"id": ids["owned"], "stage": "paused"}]}, wait=0)
+
+
+# --------------------------------------------------------------------------- the demo
+
+
+def served_stamps(engine: Engine) -> dict[tuple[str, int], datetime]:
+    found = {}
+    with engine.connect() as conn:
+        for table in (tables.initiatives, tables.cost_entries, tables.decisions):
+            for row_id, stamp in conn.execute(select(table.c.id, table.c.updated_at)):
+                found[(table.name, row_id)] = stamp
+    return found
+
+
+def test_the_demo_keeps_its_history_when_made_and_moves_forward_when_refreshed(
+    engine: Engine,
+) -> None:
+    from datetime import date
+
+    from airoi.demo import build_demo_bundle, load_demo
+
+    demo = build_demo_bundle(date(2026, 6, 15))
+    made = load_demo(engine, demo)
+    first = served_stamps(engine)
+    # Made: the realistic history, months of stamps before the load's own.
+    assert min(first.values()) < made.stamp - timedelta(days=30)  # type: ignore[operator]
+    assert len(set(first.values())) > 10
+    # A demo row deleted by a load, then the demo refreshed: every row it makes again is
+    # stamped later than anything served before, and the deleted one after its tombstone.
+    entry = demo["cost_entries"][0]["id"]
+    deleted = load_bundle(engine, {"delete": {"cost_entries": [entry]}})
+    refreshed = load_demo(engine, demo)
+    assert refreshed.stamp > deleted.stamp  # type: ignore[operator]
+    again = served_stamps(engine)
+    assert again.keys() == first.keys()
+    assert min(again.values()) > max(first.values())
+    assert again[("cost_entries", entry)] > deleted.stamp  # type: ignore[operator]
+
+
+def test_a_load_interrupted_while_writing_leaves_the_store_as_it_was(engine: Engine) -> None:
+    # Ctrl-C while the driver writes: the KeyboardInterrupt itself comes out (not a driver
+    # error about the interrupted connection), nothing is written, and the store is free.
+    b, ids = world()
+    b.load(engine, now=NOW)
+    before = stamps(engine, tables.cost_entries)
+    bundle = {
+        "cost_entries": [{"id": 50_000 + n, "initiative_id": ids["owned"]} for n in range(3_000)]
+    }
+    writes = []
+
+    def interrupt(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        # The stored rows of each batch of a thousand are read before it is written.
+        if statement.lstrip().upper().startswith("SELECT") and "FROM cost_entries" in statement:
+            writes.append(statement)
+            if len(writes) == 3:  # two batches written
+                raise KeyboardInterrupt
+
+    event.listen(engine, "before_cursor_execute", interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            load_bundle(engine, bundle, now=LATER)
+    finally:
+        event.remove(engine, "before_cursor_execute", interrupt)
+    assert len(writes) == 3
+    assert stamps(engine, tables.cost_entries) == before
+    report = load_bundle(engine, bundle, now=LATER, wait=0)
+    assert report.inserted["cost_entries"] == 3_000

@@ -39,7 +39,13 @@ from airoi.load.values import Bad, conv_id, show
 from airoi.tokens import ISSUING_ROLES, SECRET_MIN_LENGTH, TOKEN_PREFIX
 
 IDS_PER_GROUP: Final = 50  # records named per shared problem of the big kinds
+# The kinds keyed by what they give rather than by an id, and the columns of that key.
+KEYED: Final = {
+    "tokens": ("token_hash",),
+    "fx_rates": ("account_id", "currency", "effective_from"),
+}
 MISSING: Final[Any] = object()
+NO_OWNER: Final = "required when neither initiative_id nor metric_id is given"  # account_id
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,21 @@ def moved(record_id: int, given: str | None, account: int, stored_account: int) 
         f"{given} is in account {account}, but id {record_id} belongs to account "
         f"{stored_account}: a row never moves to another account"
     )
+
+
+def owner_of(
+    kind: Kind, rec: Rec, stored_account: int | None
+) -> tuple[int | None, int | None, int | None]:
+    """What a big record names of its owner: its initiative, its metric (a reading's) and its
+    account. SEMANTICS R33: what the record leaves out, its stored row keeps; a row never
+    moves to another account, so a record of a stored row naming no owner is in the row's."""
+    row = rec.row
+    initiative_id = row.get("initiative_id")
+    metric_id = row.get("metric_id") if kind.account == "observation" else None
+    account = rec.given_account
+    if stored_account is not None and account is None and initiative_id is metric_id is None:
+        account = stored_account
+    return initiative_id, metric_id, account
 
 
 class Validation:
@@ -79,7 +100,7 @@ class Validation:
         self.pending: dict[str, dict[int, Rec]] = {key: {} for key in BIG}
         # Big records that left out a required field their stored row holds: fine unless
         # the bundle deletes that row (then the record makes a new one), by kind and id:
-        # the fields, and the stored row's initiative.
+        # the problems that would be, and the stored row's initiative.
         self.kept_required: dict[str, dict[int, tuple[list[str], int | None]]] = {
             key: {} for key in BIG
         }
@@ -202,32 +223,22 @@ class Validation:
             for row in self.conn.execute(select(*columns).where(table.c.id.in_(pending)))
         }
         existing = self.big_existing[key]
+        owners = {"initiative_id", "metric_id"}
         for record_id, rec in pending.items():
             row = rec.row
             found = stored.get(record_id)
-            given_account = rec.given_account
-            initiative_id = row.get("initiative_id")
-            metric_id = row.get("metric_id") if observation else None
-            if found is not None:
-                # SEMANTICS R33: what the record leaves out, the stored row keeps.
-                if "initiative_id" not in row:
-                    initiative_id = found.initiative_id
-                if observation and "metric_id" not in row:
-                    metric_id = found.metric_id
-                if (
-                    observation
-                    and initiative_id is None
-                    and metric_id is None
-                    and given_account is None
-                ):
-                    given_account = found.account_id
-                kept = [
-                    required.name
-                    for required in kind.required
-                    if required.column not in row and required.column not in rec.failed
-                ]
-                if kept:
-                    self.kept_required[key][record_id] = (kept, found.initiative_id)
+            initiative_id, metric_id, given_account = owner_of(
+                kind, rec, None if found is None else found.account_id
+            )
+            if found is None:
+                absent = missing_required(kind, rec)
+            else:
+                # A reading naming no owner at all keeps its row's; made again, it needs one.
+                if observation and rec.given_account is None and not owners & row.keys():
+                    self._keep(key, record_id, f"{rec.label}.account_id: {NO_OWNER}", found)
+                for required in kind.required:
+                    if required.column not in row and required.column not in rec.failed:
+                        self._keep(key, record_id, f"{rec.label}.{required.name}: required", found)
                 group = existing.setdefault(
                     (
                         initiative_id,
@@ -245,8 +256,6 @@ class Validation:
                     for required in kind.required
                     if required.column in row and row[required.column] is None
                 ]
-            else:
-                absent = missing_required(kind, rec)
             for line in absent:
                 self.problems.add(line)
             group_key = (
@@ -264,14 +273,20 @@ class Validation:
                 ids.append(record_id)
         pending.clear()
 
+    def _keep(self, key: str, record_id: int, problem: str, found: Any) -> None:
+        """A big record leaves out what its stored row holds: `problem` if the bundle deletes
+        that row (then the record makes a new row, which must give it)."""
+        problems, _ = self.kept_required[key].setdefault(record_id, ([], found.initiative_id))
+        problems.append(problem)
+
     def _check_kept_required(self) -> None:
         """A record that kept a required field from a row this bundle deletes makes a new row,
         which needs the field."""
         for key, kept in self.kept_required.items():
-            for record_id, (names, stored_initiative) in kept.items():
+            for record_id, (problems, stored_initiative) in kept.items():
                 if self._gone(key, record_id, stored_initiative):
-                    for name in names:
-                        self.problems.add(f"{key}[id={record_id}].{name}: required")
+                    for problem in problems:
+                        self.problems.add(problem)
 
     # ----------------------------------------------------------------- cross checks
 
@@ -359,11 +374,8 @@ class Validation:
         bundle deletes that row first. Then the required fields."""
         for key, recs in self.small.items():
             kind = KINDS[key]
-            if key in ("tokens", "fx_rates"):  # keyed by what they give; merged when written
-                for rec in recs:
-                    rec.row = merged(kind, rec.row, None)  # the checks read every column
-                    for line in missing_required(kind, rec):
-                        self.problems.add(line)
+            if key in KEYED:  # keyed by what they give, not by an id
+                self._merge_keyed(kind, recs, KEYED[key])
                 continue
             table = kind.table
             ids = {rec.row["id"] for rec in recs if rec.row.get("id") is not None}
@@ -382,6 +394,19 @@ class Validation:
                 rec.row = merged(kind, rec.row, found)
                 for line in missing_required(kind, rec):
                     self.problems.add(line)
+
+    def _merge_keyed(self, kind: Kind, recs: list[Rec], key_columns: tuple[str, ...]) -> None:
+        """Tokens (by hash) and FX rates (by account, currency and date): each record merged
+        with the stored row of its key, then the required fields (SEMANTICS R33)."""
+        table = kind.table
+        for rec in recs:
+            found = None
+            if all(rec.row.get(column) is not None for column in key_columns):
+                condition = [table.c[column] == rec.row[column] for column in key_columns]
+                found = self.conn.execute(select(table).where(*condition)).mappings().first()
+            rec.row = merged(kind, rec.row, found)
+            for line in missing_required(kind, rec):
+                self.problems.add(line)
 
     def _load_present(self) -> None:
         """Which rows exist after this bundle (bundle or store, minus its deletes), by account.
@@ -459,6 +484,12 @@ class Validation:
             by_metric = None if account is MISSING else account
             if by_initiative is not None and by_metric is not None and by_initiative != by_metric:
                 found.append(("metric_id", f"no metric {metric_id} in account {by_initiative}"))
+        if mode == "initiative" and initiative_id is None:
+            # No initiative named (a record that keeps its stored one): its account's own.
+            if given_account is not None and given_account not in self.accounts:
+                found.append(("account_id", f"no account {given_account}"))
+                return None, found
+            return given_account, found
         if mode == "initiative":
             if (
                 by_initiative is not None
@@ -486,9 +517,7 @@ class Validation:
             return account, found
         if initiative_id is None and metric_id is None:
             if given_account is None:
-                found.append(
-                    ("account_id", "required when neither initiative_id nor metric_id is given")
-                )
+                found.append(("account_id", NO_OWNER))
             elif given_account not in self.accounts:
                 found.append(("account_id", f"no account {given_account}"))
             else:

@@ -37,7 +37,7 @@ def load_bundle(
     progress: ProgressHook | None = None,
     now: datetime | None = None,
     before: Before | None = None,
-    keep_stamps: bool = False,
+    keep_stamps: bool | Callable[[], bool] = False,
     wait: float = DEFAULT_LOAD_WAIT_SECONDS,
     say: Say | None = None,
 ) -> LoadReport:
@@ -47,10 +47,11 @@ def load_bundle(
     up to `wait` seconds for another load of the store (saying so through `say`), then
     raises LoadBusy. It stamps what it inserts or changes with one moment (SEMANTICS R32):
     `now` (naive UTC, default the clock), or just after the store's last stamp. A bundle's
-    `updated_at` values are ignored (and counted in the report) unless `keep_stamps`.
-    `before`, when given, runs first in the same transaction (the demo clears its account
-    there). Raises BundleError naming every problem found; then nothing is written,
-    `before`'s work included.
+    `updated_at` values are ignored (and counted in the report) unless `keep_stamps` (or,
+    given as a function, unless it answers true once `before` has run). `before`, when
+    given, runs first in the same transaction (the demo clears its account there). Raises
+    BundleError naming every problem found; then nothing is written, `before`'s work
+    included.
     """
     if now is None:
         now = utc_now()
@@ -64,11 +65,12 @@ def load_bundle(
         with locked(engine, wait=wait, say=say) as conn, tuned_for_loading(conn):
             stamp = take_stamp(conn, now)
             removed = list(before(conn) or ()) if before is not None else []
-            checked = Validation(conn, reader, keep_stamps=keep_stamps)
+            keep = keep_stamps() if callable(keep_stamps) else keep_stamps
+            checked = Validation(conn, reader, keep_stamps=keep)
             checked.run()
             if checked.problems:
                 raise checked.problems.error()
-            writer = Writer(checked, stamp, keep_stamps=keep_stamps, removed=removed)
+            writer = Writer(checked, stamp, keep_stamps=keep, removed=removed)
             report = writer.write()
             totals = report.totals()
             if totals["inserted"] or totals["updated"] or totals["deleted"]:
@@ -101,8 +103,13 @@ def tuned_for_loading(conn: Connection) -> Iterator[None]:
     conn.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     try:
         yield
-    finally:
-        conn.exec_driver_sql(f"PRAGMA cache_size = {int(previous or -2000)}")
+    except BaseException:
+        # Interrupted (Ctrl-C) or failed: the connection may be unusable, so it is not asked
+        # for anything more; it is dropped from the pool instead of going back with this
+        # cache, and the transaction goes with it.
+        conn.invalidate()
+        raise
+    conn.exec_driver_sql(f"PRAGMA cache_size = {int(previous or -2000)}")
 
 
 def refresh_statistics(engine: Engine, report: LoadReport) -> None:

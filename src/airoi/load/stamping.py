@@ -122,6 +122,7 @@ def _holder(conn: Connection) -> str:
         text(
             "SELECT a.pid, a.xact_start FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
             " WHERE l.locktype = 'advisory' AND l.granted"
+            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             " AND l.classid = :high AND l.objid = :low AND l.objsubid = 1"
         ).bindparams(high=LOCK_KEY >> 32, low=LOCK_KEY & 0xFFFFFFFF)
     ).first()

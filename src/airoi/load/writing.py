@@ -22,7 +22,7 @@ from airoi.db import tables
 from airoi.finance.money import MissingRate
 from airoi.load.amounts import AccountAmounts
 from airoi.load.batches import BATCH, Bulk, chunks
-from airoi.load.checks import Validation
+from airoi.load.checks import KEYED, Validation, owner_of
 from airoi.load.kinds import (
     BIG,
     DELETABLE,
@@ -174,16 +174,19 @@ class Writer:
                 continue
             if key == "initiatives":  # its children go with it; its decisions stay, below
                 for child in INITIATIVE_CHILDREN:
-                    gone = self._delete_where(child, "initiative_id", ids)
-                    if gone:
-                        deleted[child] = deleted.get(child, 0) + gone
+                    count = self._delete_where(child, "initiative_id", ids)
+                    if count:
+                        deleted[child] = deleted.get(child, 0) + count
             deleted[key] = deleted.get(key, 0) + self._delete_where(key, "id", ids)
         # After the deletes, so the rows that went with their initiative are not touched.
-        # A row naming a deleted record is unlinked: its column set to null (BUNDLE.md).
+        # A row naming a deleted record is unlinked: its column set to null (BUNDLE.md). One
+        # the bundle gives again is there after the load, so what names it stays linked.
         for key, columns in UNLINKED_ON_DELETE.items():
-            for child, column in columns if deletes.get(key) else ():
+            given = {rec.row["id"] for rec in self.checked.small[key]}
+            unlinked = sorted(deletes.get(key, set()) - given)
+            for child, column in columns if unlinked else ():
                 table = KINDS[child].table
-                for batch in chunks(sorted(deletes[key])):
+                for batch in chunks(unlinked):
                     self._restamp(child, table.c[column].in_(batch), {column: None})
 
     def _write_tombstones(self) -> None:
@@ -214,10 +217,8 @@ class Writer:
         for rec in recs:
             if kind.account in ("initiative", "observation"):
                 rec.row["account_id"] = rec.account
-        if key == "tokens":
-            self._upsert_keyed(kind, recs, ("token_hash",))
-        elif key == "fx_rates":
-            self._upsert_keyed(kind, recs, ("account_id", "currency", "effective_from"))
+        if key in KEYED:
+            self._upsert_keyed(kind, recs, KEYED[key])
         elif key == "decisions":
             self._write_decisions(recs)
         else:
@@ -514,18 +515,8 @@ class Writer:
 
     def _finish_big(self, kind: Kind, rec: Rec, row: dict[str, Any], stored: Any) -> bool:
         """A big record merged with its stored row: its account, vendor and metric key."""
-        given_account = rec.given_account
-        if (
-            kind.account == "observation"
-            and stored is not None
-            and row["initiative_id"] is None
-            and row["metric_id"] is None
-            and given_account is None
-        ):
-            given_account = stored["account_id"]  # kept with the rest of the stored row
-        account, found = self.checked.entry_account(
-            kind.account, row["initiative_id"], row.get("metric_id"), given_account
-        )
+        owner = owner_of(kind, rec, None if stored is None else stored["account_id"])
+        account, found = self.checked.entry_account(kind.account, *owner)
         if account is None or found:
             self.problems.add(f"{rec.label}: changed while it was being loaded")
             return False
