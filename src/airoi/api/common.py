@@ -81,7 +81,10 @@ Limit = Annotated[
 Cursor = Annotated[
     str | None,
     Parameter(
-        description="The next_cursor of the previous page, passed back unchanged. Opaque.",
+        description=(
+            "The next_cursor of the previous page, or the resume_cursor kept from an earlier "
+            "walk (every list but /budgets), passed back unchanged. Opaque."
+        ),
         max_length=200,
     ),
 ]
