@@ -542,6 +542,7 @@ class Client:
             },
         )
 
-    def rows(self, resource: str, **params: Any) -> ListResult:
-        """Any list endpoint by name, for generic callers such as `airoi pull`."""
+    def rows(self, resource: str, /, **params: Any) -> ListResult:
+        """Any list endpoint by name, for generic callers such as `airoi pull`; positional,
+        so that /deletions' own `resource=` filter can be passed."""
         return self._list(resource, params)
