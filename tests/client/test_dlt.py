@@ -13,6 +13,7 @@ from typing import Any
 import dlt
 import duckdb
 import pytest
+from dlt.pipeline.exceptions import PipelineStepFailed
 from sqlalchemy import Engine
 
 from airoi.bundle import load_bundle
@@ -232,6 +233,47 @@ def test_deletions_are_applied_and_a_row_given_again_is_kept(
 
     # Each tombstone is read once.
     assert run(pipeline, base_url, account.token) == dict.fromkeys(INCREMENTAL, 0) | {"budgets": 2}
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+def test_a_load_cut_off_keeps_nothing_and_the_next_one_loads_everything(
+    pipeline: dlt.Pipeline,
+    base_url: str,
+    account: Account,
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # dlt keeps the resource state (the cursors) with the load it belongs to: a run that
+    # fails part-way has moved no cursor, so nothing it read is lost.
+    run(pipeline, base_url, account.token)
+    load_bundle(engine, {"delete": {"cost_entries": [account.cost_entries[0]]}}, now=THEN[0])
+    changed = {**account.builder.data["value_entries"][2], "amount_cents": 1}
+    load_bundle(engine, {"value_entries": [changed]}, now=THEN[1])
+
+    import airoi.client.dlt_source as source_module
+
+    class CutOff(Client):
+        asked = 0
+
+        def get_json(self, path: str, params: Any = None) -> dict[str, Any]:
+            CutOff.asked += 1
+            if CutOff.asked > 6:  # part-way through the lists
+                raise Interrupted("cut off")
+            return super().get_json(path, params)
+
+    monkeypatch.setattr(source_module, "Client", CutOff)
+    with pytest.raises(PipelineStepFailed):
+        pipeline.run(airoi_source(base_url, account.token, page_size=2))
+    monkeypatch.undo()
+
+    counts = run(pipeline, base_url, account.token)
+
+    assert (counts["cost_entries"], counts["value_entries"]) == (1, 1)
+    assert_destination_equals_api(pipeline, base_url, account.token)
+    assert run(pipeline, base_url, account.token) == dict.fromkeys(INCREMENTAL, 0) | {"budgets": 3}
 
 
 def test_a_refused_cursor_falls_back_to_updated_since(
