@@ -43,7 +43,7 @@ from typing import Any, Literal, TypeVar
 
 import duckdb
 
-from airoi.client.client import Client, Page
+from airoi.client.client import Client
 from airoi.client.frames import rows_to_arrow
 from airoi.client.walk import Start, Walk, WalkState, later
 
@@ -427,24 +427,23 @@ def read_ahead(pages: Iterator[T]) -> Iterator[T]:
     fetcher.shutdown()
 
 
-def _open(walk: Walk, report: ResourceReport, notice: NoticeHook | None) -> Iterator[Page]:
-    """The walk's pages, its first asked now; the report says how it began."""
-    report.since = walk.state.updated_since
-    pages = walk.open()
+def _began(walk: Walk, report: ResourceReport, notice: NoticeHook | None) -> None:
+    """Say in the report how the walk began, once its first page is in; tell `notice` when
+    the remembered cursor was refused."""
     report.start = walk.start
-    if walk.refused is not None:
-        report.refused = str(walk.refused)
-        if notice is not None:
-            again = (
-                f"asking from updated_since {walk.state.updated_since} instead"
-                if walk.start == "updated_since"
-                else "reading it whole again"
-            )
-            notice(
-                f"{report.name}: {again}, as the service refused the position this store "
-                f"remembered: {walk.refused}"
-            )
-    return pages
+    if walk.refused is None:
+        return
+    report.refused = str(walk.refused)
+    if notice is not None:
+        again = (
+            f"asking from updated_since {walk.state.updated_since} instead"
+            if walk.start == "updated_since"
+            else "reading it whole again"
+        )
+        notice(
+            f"{report.name}: {again}, as the service refused the position this store "
+            f"remembered: {walk.refused}"
+        )
 
 
 def pull_resource(
@@ -460,16 +459,19 @@ def pull_resource(
     after them every `batch_rows` rows (and at the end): a run cut off resumes after the
     last batch written."""
     started = time.perf_counter()
-    report = ResourceReport(resource.name)
     state = store.state(resource.name)
+    report = ResourceReport(resource.name, since=state.updated_since)
     if not resource.incremental and state.cursor is None:
         store.start_full_walk(resource)
     walk = Walk(client, resource.name, resource.params, state)
-    pages = _open(walk, report, notice)
-    if not resource.incremental and walk.refused is not None:
-        store.start_full_walk(resource)  # the pages staged so far are not continued
     batch: list[dict[str, Any]] = []
-    for page in read_ahead(pages):
+    # Every request, the first included, is made in read_ahead's thread: this one only
+    # writes, and a Ctrl-C here never lands in a wait for a Retry-After.
+    for page in read_ahead(iter(walk)):
+        if not report.pages:
+            _began(walk, report, notice)
+            if not resource.incremental and walk.refused is not None:
+                store.start_full_walk(resource)  # the pages staged so far are not continued
         state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
         batch += page.data
@@ -495,10 +497,13 @@ def pull_deletions(
     """Walk /deletions from where the store stands and remove the rows it names, writing
     the position after each batch with the removal (SEMANTICS R34)."""
     started = time.perf_counter()
-    report = ResourceReport(DELETIONS)
-    walk = Walk(client, DELETIONS, {}, store.state(DELETIONS), stamp="deleted_at")
+    state = store.state(DELETIONS)
+    report = ResourceReport(DELETIONS, since=state.updated_since)
+    walk = Walk(client, DELETIONS, {}, state, stamp="deleted_at")
     batch: list[dict[str, Any]] = []
-    for page in read_ahead(_open(walk, report, notice)):
+    for page in read_ahead(iter(walk)):
+        if not report.pages:
+            _began(walk, report, notice)
         state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
         batch += page.data

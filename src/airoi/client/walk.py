@@ -62,9 +62,9 @@ class WalkState:
 class Walk:
     """The pages of one list from `state`; `advance(page)` gives the state once it is kept.
 
-    `open()` asks for the first page at once, in the caller's thread, so that the caller
-    knows how the walk starts (`start`; `refused` holds the 400 when the remembered cursor
-    was given up) before it writes anything.
+    `open()` asks for the first page at once; iterating asks for it when the first page is
+    wanted (in whichever thread asks). Once the first page is in, `start` says how the walk
+    began and `refused` holds the 400 when the remembered cursor was given up.
     """
 
     def __init__(
@@ -107,6 +107,9 @@ class Walk:
             params["updated_since"] = self.state.updated_since
         pages = self.client.rows(self.resource, **params).pages()
         return chain([next(pages)], pages)
+
+    def __iter__(self) -> Iterator[Page]:
+        yield from self.open()
 
     def advance(self, page: Page) -> WalkState:
         self.state = self.state.after(page, self.stamp)
