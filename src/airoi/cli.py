@@ -475,14 +475,14 @@ def pull(
             raise typer.Exit(1) from None
     seconds = time.perf_counter() - started
     table = Table("resource", "rows", "pages", "from")
-    starts = {"cursor": "after {}", "updated_since": "since {}", "full": "(full)"}
     for report in reports:
-        table.add_row(
-            report.name,
-            str(report.rows),
-            str(report.pages),
-            starts[report.start].format(report.since),
-        )
+        if report.start == "full":
+            began = "(full)"
+        elif report.since is None:  # budgets, resumed in the middle of their walk
+            began = "(resumed)"
+        else:
+            began = ("after " if report.start == "cursor" else "since ") + report.since
+        table.add_row(report.name, str(report.rows), str(report.pages), began)
     out.print(table)
     total = sum(report.rows for report in reports if report.name != DELETIONS)
     deletions = next((r for r in reports if r.name == DELETIONS), None)
