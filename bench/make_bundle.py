@@ -104,9 +104,11 @@ def write_bundle(
     observations: int = 0,
     accounts: int = 1,
     budgets: bool = False,
+    stamped: bool = True,
     seed: int = 7,
 ) -> int:
-    """Write the bundle; the number of records it holds."""
+    """Write the bundle; the number of records it holds. `stamped=False` leaves out every
+    `updated_at`, so that the load stamps all its rows with one moment (SEMANTICS R32)."""
     rng = random.Random(seed)
     start = datetime(2024, 1, 1)
     plan = _accounts(accounts, cost_entries, initiatives, value_entries, observations)
@@ -114,6 +116,8 @@ def write_bundle(
 
     def array(key: str, records: Any, first: bool = False) -> None:
         nonlocal written
+        if not stamped:
+            records = ({k: v for k, v in r.items() if k != "updated_at"} for r in records)
         written += _write_array(out, key, records, first)
 
     with path.open("w") as out:

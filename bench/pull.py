@@ -2,6 +2,7 @@
 
     python -m bench.pull [--cost-entries 200000] [--value-entries 40000] [--initiatives 2000]
                          [--repeats 3] [--work DIR]
+    python -m bench.pull --idle [--cost-entries 160000] [--value-entries 38000] ...
 
 The demo account (`airoi demo`) and a generated account (`bench/make_bundle.py`, with
 budgets, loaded with `airoi init` + `airoi load`) go into scratch SQLite files, each served by
@@ -10,11 +11,22 @@ and store, `--repeats` times into a fresh target: `airoi pull` run as a user run
 process), then again with nothing changed. Prints per case the rows, the median seconds and
 rows/s of the full pull (as the command reports them, interpreter start-up apart, and the
 child's wall time), and the second run's rows and seconds.
+
+`--idle` measures what a run with nothing changed reads again after one bulk load: the
+generated account is written without any `updated_at`, so the load stamps every row with
+one moment (SEMANTICS R32), and served as above. For DuckDB and Parquet, in this process:
+a full pull into a fresh target; then the store's positions are put back as the previous
+version of `airoi pull` left them (the largest updated_at per list, no cursor), so the next
+run asks as that version asked every time, with the inclusive `updated_since` ("before");
+then one more run, from the resume cursors that one stored ("after", SEMANTICS R36). Prints
+the rows each run fetched from the incremental lists (budgets, read whole every run, apart)
+and its seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -28,6 +40,8 @@ from typing import Any
 
 from bench.common import load, serving
 from bench.make_bundle import BENCH_TOKEN, write_bundle
+
+FORMATS = ("duckdb", "parquet")
 
 RATE_LIMIT = "100000000/minute"
 PULLED = re.compile(r"Pulled (\d+) rows into .+? in ([\d.]+) s")
@@ -85,6 +99,84 @@ def report(account: str, fmt: str, figures: dict[str, Any]) -> None:
     )
 
 
+def forget_cursors(target: Path, fmt: str) -> None:
+    """The store's positions as the previous version left them: the largest updated_at of
+    each list, no cursor, no walk of /deletions."""
+    import duckdb
+
+    from airoi.client.pull import DELETIONS, STATE_FILE, STATE_TABLE
+
+    if fmt == "duckdb":
+        conn = duckdb.connect(str(target))
+        try:
+            conn.execute(f"DELETE FROM {STATE_TABLE} WHERE resource = ?", [DELETIONS])
+            conn.execute(f"UPDATE {STATE_TABLE} SET cursor = NULL")
+        finally:
+            conn.close()
+        return
+    path = target / STATE_FILE
+    saved = json.loads(path.read_text())
+    saved.pop(DELETIONS, None)
+    path.write_text(json.dumps({name: {**state, "cursor": None} for name, state in saved.items()}))
+
+
+def pull_once(base_url: str, target: Path, fmt: str) -> dict[str, Any]:
+    """One pull in this process: rows fetched from the incremental lists, budget rows, s."""
+    from airoi.client import Client
+    from airoi.client.pull import DELETIONS, Format
+    from airoi.client.pull import pull as run_pull
+
+    started = time.perf_counter()
+    with Client(base_url, BENCH_TOKEN) as api:
+        format_: Format = "duckdb" if fmt == "duckdb" else "parquet"
+        reports = run_pull(api, target, format_)
+    seconds = time.perf_counter() - started
+    lists = [r for r in reports if r.name not in ("budgets", DELETIONS)]
+    return {
+        "rows": sum(r.rows for r in lists),
+        "budgets": sum(r.rows for r in reports if r.name == "budgets"),
+        # How the lists that had a position began (a list with no rows has none: "full").
+        "from": ",".join(sorted({r.start for r in lists} - {"full"}) or ["full"]),
+        "seconds": seconds,
+    }
+
+
+def idle(args: argparse.Namespace, work: Path) -> None:
+    bundle = work / "bulk.json"
+    started = time.perf_counter()
+    records = write_bundle(
+        bundle,
+        cost_entries=args.cost_entries,
+        initiatives=args.initiatives,
+        value_entries=args.value_entries,
+        budgets=True,
+        stamped=False,
+    )
+    print(f"bundle of {records:,} records written in {time.perf_counter() - started:.1f} s")
+    url = f"sqlite:///{work / 'bulk.db'}"
+    (work / "bulk.db").unlink(missing_ok=True)
+    loaded = load(url, bundle, args.cost_entries + args.value_entries + args.initiatives)
+    print(
+        f"loaded in one load in {loaded['load_s']:.1f} s ({loaded['load_rows_per_s']:,.0f} rows/s)",
+        flush=True,
+    )
+    with serving(url, AIROI_RATE_LIMIT=RATE_LIMIT) as client:
+        base_url = str(client.base_url)
+        for fmt in FORMATS:
+            target = work / ("idle.duckdb" if fmt == "duckdb" else "idle")
+            full = pull_once(base_url, target, fmt)
+            forget_cursors(target, fmt)
+            before = pull_once(base_url, target, fmt)
+            after = pull_once(base_url, target, fmt)
+            for name, run in (("full", full), ("before", before), ("after", after)):
+                print(
+                    f"{fmt:<8} {name:<7} {run['rows']:>8,.0f} list rows fetched"
+                    f" (+{run['budgets']:,.0f} budget rows) in {run['seconds']:6.2f} s"
+                    f"  from {run['from']}",
+                    flush=True,
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cost-entries", type=int, default=200_000)
@@ -92,10 +184,17 @@ def main() -> None:
     parser.add_argument("--initiatives", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", type=Path, help="keep scratch files here (default: a temp dir)")
+    parser.add_argument(
+        "--idle", action="store_true", help="rows an idle run reads again after a bulk load"
+    )
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="airoi-bench-pull-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"load average before: {os.getloadavg()}", flush=True)
+    if args.idle:
+        idle(args, work)
+        print(f"load average after: {os.getloadavg()}", flush=True)
+        return
 
     demo_url = f"sqlite:///{work / 'demo.db'}"
     demo = subprocess.run(

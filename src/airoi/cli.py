@@ -468,8 +468,9 @@ def pull(
 ) -> None:
     """Pull every list resource of the account into DuckDB, Parquet or CSV, incrementally.
 
-    Each run asks only for rows changed since the last one and upserts them by id; an
-    interrupted run resumes where it stopped. Needs the pull extra (duckdb and pyarrow).
+    Each run asks only for rows changed since the last one, upserts them by id and removes
+    the rows deleted since; an interrupted run resumes where it stopped. Needs the pull
+    extra (duckdb and pyarrow).
     """
     import time
 
@@ -479,7 +480,7 @@ def pull(
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
     from airoi.client import AiroiError, Client
-    from airoi.client.pull import RESOURCES, format_for
+    from airoi.client.pull import DELETIONS, format_for, walks
     from airoi.client.pull import pull as run_pull
 
     try:
@@ -502,7 +503,7 @@ def pull(
         err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     with client, Progress(*columns, console=err) as progress:
-        tasks = {r.name: progress.add_task(r.name, total=None, state="") for r in RESOURCES}
+        tasks = {name: progress.add_task(name, total=None, state="") for name in walks()}
 
         def advance(name: str, rows: int, done: bool) -> None:
             progress.update(tasks[name], advance=rows)
@@ -511,7 +512,9 @@ def pull(
                 progress.update(tasks[name], total=task.completed, state="done")
 
         try:
-            reports = run_pull(client, to, fmt, progress=advance)
+            reports = run_pull(
+                client, to, fmt, progress=advance, notice=lambda line: _say(line, console=err)
+            )
         except KeyboardInterrupt:
             err.print(
                 "Pull interrupted. What was written before stays; run again to go on.",
@@ -534,19 +537,27 @@ def pull(
             )
             raise typer.Exit(1) from None
     seconds = time.perf_counter() - started
-    table = Table("resource", "rows", "pages", "since")
+    table = Table("resource", "rows", "pages", "from")
     for report in reports:
-        table.add_row(
-            report.name,
-            str(report.rows),
-            str(report.pages),
-            ("resumed " if report.resumed else "") + (report.since or "(full)"),
-        )
+        if report.start == "full":
+            began = "(full)"
+        elif report.since is None:  # budgets, resumed in the middle of their walk
+            began = "(resumed)"
+        else:
+            began = ("after " if report.start == "cursor" else "since ") + report.since
+        table.add_row(report.name, str(report.rows), str(report.pages), began)
     out.print(table)
-    total = sum(report.rows for report in reports)
+    total = sum(report.rows for report in reports if report.name != DELETIONS)
+    deletions = next((r for r in reports if r.name == DELETIONS), None)
+    removed = ""
+    if deletions is not None and deletions.rows:
+        removed = (
+            f" Removed {deletions.deleted} rows deleted on the server "
+            f"({deletions.rows} deletions read)."
+        )
     out.print(
         f"Pulled {total} rows into {to} ({fmt}) in {seconds:.2f} s "
-        f"({total / seconds if seconds else 0:.0f} rows/s).",
+        f"({total / seconds if seconds else 0:.0f} rows/s).{removed}",
         highlight=False,
     )
 

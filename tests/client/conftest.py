@@ -38,7 +38,11 @@ def _api_servers() -> Iterator[dict[str, RunningServer]]:
 def base_url(db_url: str, _api_servers: dict[str, RunningServer]) -> str:
     """The /api/v1 address of the running app reading the store of `db_url`."""
     if db_url not in _api_servers:
-        _api_servers[db_url] = RunningServer(Settings(database_url=db_url, today=TODAY))
+        # One server and one token serve every test of the session, and copies walk in pages
+        # of two rows: the default limit (600 a minute) was reached. Rate limits have tests
+        # of their own.
+        settings = Settings(database_url=db_url, today=TODAY, rate_limit="1000000/minute")
+        _api_servers[db_url] = RunningServer(settings)
     return f"http://127.0.0.1:{_api_servers[db_url].port}/api/v1"
 
 

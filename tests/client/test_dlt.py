@@ -1,10 +1,11 @@
-"""The dlt source end to end: the running server into a DuckDB file, a change, a second load."""
+"""The dlt source end to end: the running server into a DuckDB file, changes, deletions."""
 
 # ruff: noqa: S608 - SQL names here are the fixed dataset and table names.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import json
+import logging
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,28 @@ from typing import Any
 import dlt
 import duckdb
 import pytest
+from dlt.pipeline.exceptions import PipelineStepFailed
 from sqlalchemy import Engine
 
-from airoi.client.dlt_source import INCREMENTAL, airoi_source, api_datetime, rest_api_config
+from airoi.client import Client
+from airoi.client.dlt_source import (
+    DELETED,
+    INCREMENTAL,
+    airoi_source,
+    api_datetime,
+    rest_api_config,
+)
+from airoi.client.frames import LIST_FIELDS, flatten
+from airoi.client.pull import pull
+from airoi.load import load_bundle
 from tests.client.conftest import LATER, Account, raw_walk
 
 RESOURCES = (*INCREMENTAL, "budgets")
 DATASET = "airoi"
 COSTS = f"{DATASET}.cost_entries"
 VALUES = f"{DATASET}.value_entries"
+# Later loads, each stamping what it changes later than the one before (SEMANTICS R32).
+THEN = [datetime(2026, 6, 11, 9, 0), datetime(2026, 6, 12, 9, 0), datetime(2026, 6, 13, 9, 0)]
 
 
 @pytest.fixture
@@ -42,7 +56,7 @@ def pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dlt.Pipeline:
 
 
 def run(pipeline: dlt.Pipeline, base_url: str, token: str) -> dict[str, int]:
-    """Load once; the rows each resource's table received in this load (children apart)."""
+    """Load once; the rows (tombstones included) each resource read in this load."""
     info = pipeline.run(airoi_source(base_url, token, page_size=2))  # several pages each
     assert not info.has_failed_jobs
     counts = pipeline.last_trace.last_normalize_info.row_counts
@@ -50,30 +64,22 @@ def run(pipeline: dlt.Pipeline, base_url: str, token: str) -> dict[str, int]:
 
 
 def api_rows(base_url: str, token: str, name: str) -> list[dict[str, Any]]:
-    """The served rows as dlt lays them out: nested objects joined with `__`, by key."""
+    """The served rows flattened as `airoi pull` and the source lay them out, by key."""
     params = {"include_sample": "true"} if name in ("initiatives", "budgets") else {}
     key = "initiative_id" if name == "budgets" else "id"
-
-    def flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for field, value in row.items():
-            if isinstance(value, dict):
-                out.update(flat(value, f"{prefix}{field}__"))
-            else:
-                out[prefix + field] = value
-        return out
-
-    rows = [flat(row) for row in raw_walk(base_url, token, name, **params)]
-    # A null object is one null field, a present one several: every row gets every field.
+    rows = [flatten(row) for row in raw_walk(base_url, token, name, **params)]
+    # A field a row leaves out is null in its columns: every row gets every field.
     fields = {field for row in rows for field in row}
     return sorted(({f: row.get(f) for f in fields} for row in rows), key=lambda r: r[key])
 
 
-def _as_api(value: Any) -> Any:
+def _as_api(field: str, value: Any) -> Any:
     if isinstance(value, datetime):
         return api_datetime(value)
     if isinstance(value, date):
         return value.isoformat()
+    if field in LIST_FIELDS and isinstance(value, str):  # a json column
+        return json.loads(value)
     return value
 
 
@@ -85,36 +91,13 @@ def table(conn: duckdb.DuckDBPyConnection, name: str) -> list[dict[str, Any]]:
 
 
 def loaded(conn: duckdb.DuckDBPyConnection, name: str, like: list[dict[str, Any]]) -> list[Any]:
-    """The destination's rows of `name` in the API's spelling, with each of the fields of
-    `like` (a column dlt never saw a value for is absent: null), arrays from child tables."""
-    found = conn.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = ?", [DATASET]
-    )
-    present = {row[0] for row in found.fetchall()}
+    """The destination's rows of `name` in the API's spelling, with the fields of `like`."""
     key = "initiative_id" if name == "budgets" else "id"
     fields = {field for row in like for field in row}
-    out = []
-    for row in sorted(table(conn, name), key=lambda r: r[key]):
-        shaped = {}
-        for field in fields:
-            if isinstance(like[0].get(field), list) or f"{name}__{field}" in present:
-                shaped[field] = []
-            else:
-                shaped[field] = _as_api(row.get(field))
-        shaped["_dlt_id"] = row["_dlt_id"]
-        out.append(shaped)
-    for field in fields:
-        child = f"{name}__{field}"
-        if child not in present:
-            continue
-        values: dict[str, list[Any]] = defaultdict(list)
-        for item in sorted(table(conn, child), key=lambda r: r["_dlt_list_idx"]):
-            values[item["_dlt_parent_id"]].append(item["value"])
-        for shaped in out:
-            shaped[field] = values.get(shaped["_dlt_id"], [])
-    for shaped in out:
-        del shaped["_dlt_id"]
-    return out
+    return [
+        {field: _as_api(field, row.get(field)) for field in fields}
+        for row in sorted(table(conn, name), key=lambda r: r[key])
+    ]
 
 
 def assert_destination_equals_api(pipeline: dlt.Pipeline, base_url: str, token: str) -> None:
@@ -122,8 +105,16 @@ def assert_destination_equals_api(pipeline: dlt.Pipeline, base_url: str, token: 
         conn = client.native_connection
         for name in RESOURCES:
             served = api_rows(base_url, token, name)
-            assert served, name
             assert loaded(conn, name, served) == served, name
+
+
+def columns(conn: duckdb.DuckDBPyConnection, schema: str, name: str) -> dict[str, str]:
+    found = conn.execute(
+        "SELECT column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = ? AND table_name = ?",
+        [schema, name],
+    ).fetchall()
+    return dict(found)
 
 
 def test_config_reads_the_api_as_spec_says() -> None:
@@ -165,17 +156,19 @@ def test_incremental_loads_into_duckdb(
     assert_destination_equals_api(pipeline, base_url, account.token)
     with pipeline.sql_client() as client:
         conn = client.native_connection
-        types = dict(
-            conn.execute(
-                "SELECT column_name, data_type FROM information_schema.columns"
-                " WHERE table_schema = ? AND table_name = 'cost_entries'",
-                [DATASET],
-            ).fetchall()
-        )
+        types = columns(conn, DATASET, "cost_entries")
+        links = columns(conn, DATASET, "integrations")
+        tables = {row[0] for row in conn.execute("SHOW ALL TABLES").fetchall()}
         costs = conn.execute(f"SELECT id, amount_cents FROM {COSTS} ORDER BY id").fetchall()
-    assert (types["amount_cents"], types["period_start"]) == ("BIGINT", "DATE")
+    assert (types["amount_cents"], types["account_amount_cents"]) == ("BIGINT", "BIGINT")
+    assert (types["period_start"], types["reported_on"]) == ("DATE", "DATE")
     assert types["updated_at"] == "TIMESTAMP WITH TIME ZONE"
+    assert links["metric_categories"] == "JSON"  # one column, not a child table
+    assert not [name for name in tables if "__" in name]
     assert [amount for _, amount in costs] == [10_000 + n for n in range(7)]
+
+    # Nothing changed: the first load stamped every row alike, and none is read again (R36).
+    assert run(pipeline, base_url, account.token) == dict.fromkeys(INCREMENTAL, 0) | {"budgets": 3}
 
     # The loader changes one cost entry, adds one, and approves a draft value entry, later.
     changed_cost = account.builder.data["cost_entries"][3]
@@ -187,8 +180,6 @@ def test_incremental_loads_into_duckdb(
     account.load(engine, LATER)
 
     second = run(pipeline, base_url, account.token)
-    # The rows stamped at the first load's moment come again (the bound is inclusive) and
-    # dlt drops them before they are written: only the changed rows are loaded.
     assert second == dict.fromkeys(INCREMENTAL, 0) | {
         "cost_entries": 2,
         "value_entries": 1,
@@ -197,25 +188,147 @@ def test_incremental_loads_into_duckdb(
     assert_destination_equals_api(pipeline, base_url, account.token)
     with pipeline.sql_client() as client:
         conn = client.native_connection
-        loads = conn.execute(
-            f"SELECT load_id FROM {DATASET}._dlt_loads WHERE status = 0 ORDER BY load_id"
-        ).fetchall()
-        second_load = loads[-1][0]
-        costs = conn.execute(f"SELECT id, amount_cents, _dlt_load_id FROM {COSTS}").fetchall()
+        costs = conn.execute(f"SELECT id, amount_cents FROM {COSTS}").fetchall()
         statuses = dict(conn.execute(f"SELECT id, status FROM {VALUES}").fetchall())
-    assert len(loads) == 2
     assert len(costs) == 8
-    assert len({cost_id for cost_id, _, _ in costs}) == 8  # merged by id: no duplicates
-    amounts = {cost_id: amount for cost_id, amount, _ in costs}
+    assert len({cost_id for cost_id, _ in costs}) == 8  # merged by id: no duplicates
+    amounts = dict(costs)
     assert (amounts[changed_cost["id"]], amounts[new_cost]) == (99_999, 1)
-    assert {cost_id for cost_id, _, load in costs if load == second_load} == {
-        changed_cost["id"],
-        new_cost,
-    }
-    assert sum(amounts.values()) == sum(10_000 + n for n in range(7)) - 10_003 + 99_999 + 1
     assert statuses[approved["id"]] == "approved"
-    assert len(statuses) == 6
 
-    # Nothing changed since: the rows stamped at the remembered moment are dropped again.
     third = run(pipeline, base_url, account.token)
     assert third == dict.fromkeys(INCREMENTAL, 0) | {"budgets": 3}
+
+
+def test_deletions_are_applied_and_a_row_given_again_is_kept(
+    pipeline: dlt.Pipeline, base_url: str, account: Account, engine: Engine
+) -> None:
+    run(pipeline, base_url, account.token)
+    data = account.builder.data["cost_entries"]
+    back, gone = dict(data[1]), dict(data[4])  # both of initiative 1
+    doomed = account.initiatives[0]
+    # `back` deleted then given again; `gone` given again then deleted (SEMANTICS R34).
+    load_bundle(engine, {"delete": {"cost_entries": [back["id"]]}}, now=THEN[0])
+    load_bundle(engine, {"cost_entries": [{**back, "amount_cents": 424_242}]}, now=THEN[1])
+    load_bundle(engine, {"cost_entries": [{**gone, "amount_cents": 515_151}]}, now=THEN[0])
+    load_bundle(engine, {"delete": {"cost_entries": [gone["id"]]}}, now=THEN[1])
+    # An initiative, with its entries and readings; its decision stays.
+    load_bundle(engine, {"delete": {"initiatives": [doomed]}}, now=THEN[2])
+
+    counts = run(pipeline, base_url, account.token)
+    # Rows, then tombstones: `back`, and the tombstones of `back`, `gone`, the initiative,
+    # its three cost entries, three value entries and three readings.
+    assert counts["cost_entries"] == 1 + 2 + 3
+    assert counts["initiatives"] == 1
+    assert_destination_equals_api(pipeline, base_url, account.token)
+    with pipeline.sql_client() as client:
+        conn = client.native_connection
+        amounts = dict(conn.execute(f"SELECT id, amount_cents FROM {COSTS}").fetchall())
+        flags = conn.execute(f"SELECT count(*) FROM {COSTS} WHERE {DELETED}").fetchone()
+        budgets = conn.execute(f"SELECT initiative_id FROM {DATASET}.budgets").fetchall()
+    assert amounts[back["id"]] == 424_242
+    assert gone["id"] not in amounts
+    assert flags == (0,)  # a tombstone is never stored
+    assert doomed not in {initiative_id for (initiative_id,) in budgets}
+
+    # Each tombstone is read once.
+    assert run(pipeline, base_url, account.token) == dict.fromkeys(INCREMENTAL, 0) | {"budgets": 2}
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+def test_a_load_cut_off_keeps_nothing_and_the_next_one_loads_everything(
+    pipeline: dlt.Pipeline,
+    base_url: str,
+    account: Account,
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # dlt keeps the resource state (the cursors) with the load it belongs to: a run that
+    # fails part-way has moved no cursor, so nothing it read is lost.
+    run(pipeline, base_url, account.token)
+    load_bundle(engine, {"delete": {"cost_entries": [account.cost_entries[0]]}}, now=THEN[0])
+    changed = {**account.builder.data["value_entries"][2], "amount_cents": 1}
+    load_bundle(engine, {"value_entries": [changed]}, now=THEN[1])
+
+    import airoi.client.dlt_source as source_module
+
+    class CutOff(Client):
+        asked = 0
+
+        def get_json(self, path: str, params: Any = None) -> dict[str, Any]:
+            CutOff.asked += 1
+            if CutOff.asked > 6:  # part-way through the lists
+                raise Interrupted("cut off")
+            return super().get_json(path, params)
+
+    monkeypatch.setattr(source_module, "Client", CutOff)
+    with pytest.raises(PipelineStepFailed):
+        pipeline.run(airoi_source(base_url, account.token, page_size=2))
+    monkeypatch.undo()
+
+    counts = run(pipeline, base_url, account.token)
+
+    assert (counts["cost_entries"], counts["value_entries"]) == (1, 1)
+    assert_destination_equals_api(pipeline, base_url, account.token)
+    assert run(pipeline, base_url, account.token) == dict.fromkeys(INCREMENTAL, 0) | {"budgets": 3}
+
+
+def test_a_refused_cursor_falls_back_to_updated_since(
+    pipeline: dlt.Pipeline,
+    base_url: str,
+    account: Account,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    run(pipeline, base_url, account.token)
+    with pipeline.managed_state() as state:
+        kept = state["sources"]["airoi"]["resources"]["metrics"]["rows"]  # type: ignore[typeddict-item]
+        kept["cursor"] = "not-a-cursor-of-this-service"
+    new_metric = account.builder.metric(account.account_id, metric_key="m2", name="Second")
+    account.load(engine, LATER)
+    with caplog.at_level(logging.WARNING, logger="airoi.client.dlt_source"):
+        counts = run(pipeline, base_url, account.token)
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "airoi.client.dlt_source"]
+    assert warning.startswith(
+        "metrics: asking from updated_since 2026-06-01T09:00:00.000Z, as the service refused "
+        "the position this pipeline remembered: 400: "
+    )
+    # From the largest updated_at loaded, inclusive: the metric at that moment, and the new.
+    assert counts["metrics"] == 2
+    assert_destination_equals_api(pipeline, base_url, account.token)
+    with pipeline.sql_client() as client:
+        ids = client.native_connection.execute(f"SELECT id FROM {DATASET}.metrics").fetchall()
+    assert new_metric in {metric_id for (metric_id,) in ids}
+    assert run(pipeline, base_url, account.token)["metrics"] == 0
+
+
+def test_a_dlt_copy_and_a_pull_copy_have_the_same_columns(
+    pipeline: dlt.Pipeline, base_url: str, account: Account, engine: Engine, tmp_path: Path
+) -> None:
+    # One naming of nested columns: `owner_id`, `source_type`, `current_version_set_by_name`,
+    # the bundle's own flat names, in both; arrays one column each.
+    load_bundle(engine, {"delete": {"cost_entries": [account.cost_entries[0]]}}, now=THEN[0])
+    run(pipeline, base_url, account.token)
+    target = tmp_path / "pulled.duckdb"
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target)
+    conn = duckdb.connect(str(target), read_only=True)
+    try:
+        pulled = {name: set(columns(conn, "main", name)) for name in RESOURCES}
+    finally:
+        conn.close()
+    with pipeline.sql_client() as client:
+        conn = client.native_connection
+        copied = {
+            name: {c for c in columns(conn, DATASET, name) if not c.startswith("_dlt_")}
+            for name in RESOURCES
+        }
+    copied = {name: names - {DELETED} for name, names in copied.items()}
+    assert copied == pulled
+    assert {"owner_id", "owner_name"} <= pulled["initiatives"]
+    assert {"source_type", "source_ref", "source_connection_id"} <= pulled["cost_entries"]
+    assert {"current_version_effective_from", "current_version_set_by_name"} <= pulled["budgets"]
+    assert {"primary_source_categories", "metric_categories"} <= pulled["integrations"]

@@ -96,7 +96,7 @@ import airoi.client
 
 lazy = [m for m in ("pandas", "pyarrow", "duckdb", "dlt", "typer") if m in sys.modules]
 import airoi.cli, airoi.client.client, airoi.client.dlt_source, airoi.client.errors
-import airoi.client.frames, airoi.client.pull, airoi.client.verify
+import airoi.client.frames, airoi.client.pull, airoi.client.verify, airoi.client.walk
 print(json.dumps({"lazy": lazy, "attempts": Blocked.attempts}))
 """
     )

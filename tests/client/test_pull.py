@@ -1,7 +1,14 @@
-"""`airoi pull` into DuckDB, Parquet and CSV: full, incremental, replaced, resumed."""
+"""`airoi pull` into DuckDB, Parquet and CSV: full, incremental, replaced, resumed, deleted."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +17,17 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
-from airoi.client.pull import RESOURCES, Format, ResourceReport, pull
+from airoi.client.pull import (
+    DELETIONS,
+    RESOURCES,
+    Format,
+    ResourceReport,
+    Store,
+    pull,
+    pull_deletions,
+    pull_resource,
+)
+from airoi.load import load_bundle
 from tests.client.conftest import LATER, Account, raw_walk
 
 duckdb = pytest.importorskip("duckdb")
@@ -51,6 +68,59 @@ def expected_ids(base_url: str, token: str, name: str) -> list[int]:
     return sorted(row[key] for row in raw_walk(base_url, token, name, **params))
 
 
+def assert_store_equals_service(target: Path, fmt: Format, base_url: str, token: str) -> None:
+    """Every list's ids, and each row's updated_at, as the service serves them now."""
+    for resource in RESOURCES:
+        rows = stored(target, fmt, resource.name)
+        assert [row[resource.key] for row in rows] == expected_ids(
+            base_url, token, resource.name
+        ), resource.name
+    served = {row["id"]: row["updated_at"] for row in raw_walk(base_url, token, "cost_entries")}
+    kept = {
+        row["id"]: row["updated_at"].strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        for row in stored(target, fmt, "cost_entries")
+    }
+    assert kept == served
+
+
+class Counting(httpx.BaseTransport):
+    """The real transport, counting the rows each list's pages held (by path) and requests."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.rows: Counter[str] = Counter()
+        self.requests = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        response.read()
+        self.requests += 1
+        if response.status_code == 200:
+            name = request.url.path.rsplit("/", 1)[-1]
+            self.rows[name] += len(json.loads(response.content)["data"])
+        return response
+
+    def reset(self) -> None:
+        self.rows.clear()
+        self.requests = 0
+
+
+# Later loads, each stamping what it changes later than the one before (SEMANTICS R32).
+THEN = [datetime(2026, 6, 11, 9, 0), datetime(2026, 6, 12, 9, 0), datetime(2026, 6, 13, 9, 0)]
+
+
+def delete(engine: Engine, now: datetime, **ids: list[int]) -> None:
+    load_bundle(engine, {"delete": ids}, now=now)
+
+
+def give(engine: Engine, now: datetime, name: str, record: dict[str, Any]) -> None:
+    load_bundle(engine, {name: [record]}, now=now)
+
+
+def cost_resource() -> Any:
+    return next(r for r in RESOURCES if r.name == "cost_entries")
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_incremental_pull(
     base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
@@ -66,12 +136,10 @@ def test_incremental_pull(
         "observations": 3,
         "decisions": 1,
         "integrations": 1,
+        DELETIONS: 0,
         "budgets": 3,
     }
-    for resource in RESOURCES:
-        key = resource.key
-        ids = [row[key] for row in stored(target, fmt, resource.name)]
-        assert ids == expected_ids(base_url, account.token, resource.name), resource.name
+    assert_store_equals_service(target, fmt, base_url, account.token)
     costs = stored(target, fmt, "cost_entries")
     assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
     assert isinstance(costs[0]["amount_cents"], int)
@@ -84,11 +152,13 @@ def test_incremental_pull(
     account.load(engine, LATER)
 
     with Client(base_url, account.token, page_size=2) as api:
-        second = by_name(pull(api, target, fmt))
-        # Rows changed at or after the remembered moment come: every row of the first load
-        # shares that one stamp (inclusive bound), plus the two changed later.
-        assert second["cost_entries"] == 7 + 1
-        assert second["budgets"] == 3
+        second = pull(api, target, fmt)
+        # From the remembered cursor: the two rows changed since, none of the others (R36).
+        assert by_name(second)["cost_entries"] == 2
+        assert by_name(second)["budgets"] == 3
+        # Budgets are read whole; /deletions has served no row yet, so no position either.
+        starts = {r.name: r.start for r in second}
+        assert starts == dict.fromkeys(starts, "cursor") | {"budgets": "full", DELETIONS: "full"}
         costs = stored(target, fmt, "cost_entries")
         assert len(costs) == 8
         assert len({row["id"] for row in costs}) == 8
@@ -100,42 +170,310 @@ def test_incremental_pull(
         assert [b["opex_actual_cents"] for b in budgets if b["budgeted"]] == [
             10_000 + 10_003 + 10_006 + (99_999 - 10_003) + 1
         ]
+        assert_store_equals_service(target, fmt, base_url, account.token)
 
-        # Nothing changed since: only the rows stamped at the remembered moment (LATER) come
-        # again, which the upsert absorbs; budgets (no updated_since) come whole.
+        # Nothing changed since: one empty page per list and /deletions, budgets whole.
         requests_before = api.requests_sent
         third = by_name(pull(api, target, fmt))
-        assert third["cost_entries"] == 2
-        assert sum(third.values()) - third["budgets"] <= 2 + 3 + 6 + 1 + 3 + 1 + 1
-        assert api.requests_sent - requests_before <= 16
+        assert third == dict.fromkeys(third, 0) | {"budgets": 3}
+        assert api.requests_sent - requests_before == 7 + 1 + 2
         assert len(stored(target, fmt, "cost_entries")) == 8
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_idle_run_after_a_bulk_load_reads_no_row_again(
+    base_url: str, account: Account, tmp_path: Path, fmt: Format
+) -> None:
+    # SEMANTICS R36: the first load stamped every row alike. Asked again with the inclusive
+    # updated_since, every one of them came again; from the resume cursor, none does.
+    assert (
+        len({row["updated_at"] for row in raw_walk(base_url, account.token, "cost_entries")}) == 1
+    )
+    target = target_for(tmp_path, fmt)
+    counting = Counting()
+    with Client(base_url, account.token, page_size=2, transport=counting) as api:
+        pull(api, target, fmt)
+        assert counting.rows["cost_entries"] == 7
+        files = {path.name: path.stat().st_mtime_ns for path in target.parent.rglob("*.*")}
+        counting.reset()
+        pull(api, target, fmt)
+    assert counting.rows == Counter({"budgets": 3})
+    assert counting.requests == 7 + 1 + 2
+    assert_store_equals_service(target, fmt, base_url, account.token)
+    if fmt != "duckdb":  # a list's file is written again only when its table changed
+        again = {path.name: path.stat().st_mtime_ns for path in target.parent.rglob("*.*")}
+        written = {name.partition(".")[0] for name in files if files[name] != again[name]}
+        assert written & {r.name for r in RESOURCES} == {"budgets"}
 
 
 def test_a_row_stored_later_at_the_last_moment_is_not_missed(
     base_url: str, account: Account, engine: Engine, tmp_path: Path
 ) -> None:
-    # SPEC 4.A.1: updated_since is inclusive so that a row saved in the same millisecond as the
-    # last one seen is not missed. A bundle may give updated_at itself, and its ids are the
-    # source's: here a row with a lower id comes later, stamped with the moment already seen.
-    # Starting the next walk at the last page's cursor (past that moment's lower ids) lost it.
+    # SPEC 4.A.1 made updated_since inclusive so that a row saved in the same millisecond as
+    # the last one seen is not missed; a cursor past that moment's lower ids once lost such a
+    # row. Under SEMANTICS R32 a later load always stamps later than every stored row, so a
+    # row with a lower id (here below every id of the first load) stored by a later load
+    # comes after the remembered position, and the resume cursor serves it (R36).
     target = target_for(tmp_path, "duckdb")
     with Client(base_url, account.token, page_size=2) as api:
         pull(api, target, "duckdb")
-    last = max(raw_walk(base_url, account.token, "cost_entries"), key=lambda r: r["updated_at"])
-    late = account.builder.cost_entry(
-        account.initiatives[0],
-        id=7,  # below every id the first load gave (they start at 1000)
-        amount_cents=7,
-        currency="USD",
-        created_at=last["updated_at"],
-        updated_at=last["updated_at"],
-    )
+    late = account.builder.cost_entry(account.initiatives[0], id=7, amount_cents=7, currency="USD")
     account.load(engine, LATER)
+    (served,) = [r for r in raw_walk(base_url, account.token, "cost_entries") if r["id"] == late]
+    assert served["updated_at"] == "2026-06-10T09:00:00.000Z"
     with Client(base_url, account.token, page_size=2) as api:
-        pull(api, target, "duckdb")
+        reports = {r.name: r for r in pull(api, target, "duckdb")}
+    assert reports["cost_entries"].resumed
+    assert reports["cost_entries"].rows == 1
     ids = [row["id"] for row in stored(target, "duckdb", "cost_entries")]
     assert late in ids
     assert ids == expected_ids(base_url, account.token, "cost_entries")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_rows_deleted_on_the_server_are_removed(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # SEMANTICS R34: a cost entry deleted alone, and an initiative deleted with its entries
+    # and readings (their tombstones come with its own); its decision stays, unlinked.
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    lone = account.cost_entries[1]  # of initiative 1
+    doomed = account.initiatives[0]
+    before = {r["id"]: r["initiative_id"] for r in stored(target, fmt, "cost_entries")}
+    assert lone in before and doomed in before.values()
+    delete(engine, THEN[0], cost_entries=[lone], initiatives=[doomed])
+
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    gone = {lone} | {row_id for row_id, owner in before.items() if owner == doomed}
+    # And the initiative itself, its three value entries and its three readings.
+    assert reports[DELETIONS].rows == len(gone) + 1 + 3 + 3
+    assert reports[DELETIONS].deleted == reports[DELETIONS].rows
+    costs = {row["id"] for row in stored(target, fmt, "cost_entries")}
+    assert costs == set(before) - gone
+    assert doomed not in {row["id"] for row in stored(target, fmt, "initiatives")}
+    assert doomed not in {row["initiative_id"] for row in stored(target, fmt, "budgets")}
+    assert stored(target, fmt, "observations") == []
+    assert [row["initiative_id"] for row in stored(target, fmt, "decisions")] == [
+        account.initiatives[1]
+    ]  # the decision was of initiative 1, which stays
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+    # Each tombstone is read once: the next run reads none again.
+    with Client(base_url, account.token, page_size=2) as api:
+        again = {r.name: r for r in pull(api, target, fmt)}
+    assert (again[DELETIONS].start, again[DELETIONS].rows) == ("cursor", 0)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_row_deleted_then_given_again_is_kept(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    record = dict(account.builder.data["cost_entries"][2])
+    delete(engine, THEN[0], cost_entries=[record["id"]])
+    give(engine, THEN[1], "cost_entries", {**record, "amount_cents": 424_242})
+    # Both happened before this run, which reads the row first and the tombstone after: the
+    # row's updated_at is later than deleted_at, so the tombstone leaves it (SEMANTICS R34).
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    assert (reports[DELETIONS].rows, reports[DELETIONS].deleted) == (1, 0)
+    amounts = {row["id"]: row["amount_cents"] for row in stored(target, fmt, "cost_entries")}
+    assert amounts[record["id"]] == 424_242
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_row_given_again_then_deleted_is_removed(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    record = dict(account.builder.data["cost_entries"][2])
+    give(engine, THEN[0], "cost_entries", {**record, "amount_cents": 424_242})
+    delete(engine, THEN[1], cost_entries=[record["id"]])
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    assert reports["cost_entries"].rows == 0  # no longer served
+    assert (reports[DELETIONS].rows, reports[DELETIONS].deleted) == (1, 1)
+    assert record["id"] not in {row["id"] for row in stored(target, fmt, "cost_entries")}
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_rows_and_tombstones_end_as_served_whichever_walk_sees_them_first(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    """The two walks of a run taken apart, in each order, over a row deleted then given
+    again (`back`) and a row given again then deleted (`gone`)."""
+    rows_first, tombstones_first = (target_for(tmp_path / name, fmt) for name in ("a", "b"))
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, rows_first, fmt)
+        pull(api, tombstones_first, fmt)
+    back, gone = (dict(account.builder.data["cost_entries"][n]) for n in (2, 4))
+    delete(engine, THEN[0], cost_entries=[back["id"]])
+    give(engine, THEN[1], "cost_entries", {**back, "amount_cents": 424_242})
+    give(engine, THEN[0], "cost_entries", {**gone, "amount_cents": 515_151})
+    delete(engine, THEN[1], cost_entries=[gone["id"]])
+
+    with Client(base_url, account.token, page_size=2) as api:
+        # Rows first, as if a run stopped before its deletions: `back` is stored as given
+        # again; the next run applies both tombstones, and `back` outlives its own.
+        store = Store(rows_first, fmt)
+        try:
+            assert pull_resource(api, store, cost_resource()).rows == 1
+        finally:
+            store.close()
+        amounts = {r["id"]: r["amount_cents"] for r in stored(rows_first, fmt, "cost_entries")}
+        assert (amounts[back["id"]], amounts[gone["id"]]) == (424_242, 10_004)
+        reports = {r.name: r for r in pull(api, rows_first, fmt)}
+        assert (reports[DELETIONS].rows, reports[DELETIONS].deleted) == (2, 1)
+
+        # Tombstones first: both rows as first loaded are removed; the rows walk then
+        # stores `back` as given again.
+        store = Store(tombstones_first, fmt)
+        try:
+            assert pull_deletions(api, store).deleted == 2
+        finally:
+            store.close()
+        ids = {row["id"] for row in stored(tombstones_first, fmt, "cost_entries")}
+        assert not ids & {back["id"], gone["id"]}
+        reports = {r.name: r for r in pull(api, tombstones_first, fmt)}
+        assert (reports["cost_entries"].rows, reports[DELETIONS].rows) == (1, 0)
+    for target in (rows_first, tombstones_first):
+        assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+def forget_cursors(target: Path, fmt: Format) -> None:
+    """Leave the store as the previous version of `airoi pull` left it after a finished
+    walk: the largest updated_at of each list, no cursor, and no walk of /deletions."""
+    if fmt == "duckdb":
+        conn = duckdb.connect(str(target))
+        try:
+            conn.execute("DELETE FROM _airoi_state WHERE resource = ?", [DELETIONS])
+            conn.execute("UPDATE _airoi_state SET cursor = NULL")
+        finally:
+            conn.close()
+        return
+    path = target / "_airoi_state.json"
+    saved = json.loads(path.read_text())
+    saved.pop(DELETIONS, None)
+    path.write_text(
+        json.dumps(
+            {
+                name: {
+                    "updated_since": state["updated_since"],
+                    "walk_since": None,
+                    "cursor": None,
+                    "walk_max": None,
+                }
+                for name, state in saved.items()
+            }
+        )
+    )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_store_of_the_previous_version_asks_from_updated_since_once(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    forget_cursors(target, fmt)
+    # A deletion the previous version never applied: the first run walks /deletions whole.
+    delete(engine, THEN[0], cost_entries=[account.cost_entries[0]])
+
+    counting = Counting()
+    with Client(base_url, account.token, page_size=2, transport=counting) as api:
+        first = {r.name: r for r in pull(api, target, fmt)}
+        # The rows at the remembered moment come again (the inclusive bound), once.
+        assert first["cost_entries"].start == "updated_since"
+        assert first["cost_entries"].since == "2026-06-01T09:00:00.000Z"
+        assert counting.rows["cost_entries"] == 6
+        assert (first[DELETIONS].start, first[DELETIONS].deleted) == ("full", 1)
+        assert_store_equals_service(target, fmt, base_url, account.token)
+        counting.reset()
+        second = {r.name: r for r in pull(api, target, fmt)}
+    assert {second[name].start for name in second if name != "budgets"} == {"cursor"}
+    assert counting.rows == Counter({"budgets": 3})
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_refused_cursor_falls_back_to_updated_since_saying_so(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # A store pulled from another server, or a service whose cursor secret changed (R13):
+    # here the remembered cursor of cost_entries is one of another list, which is refused.
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    store = Store(target, fmt)
+    try:
+        foreign = store.state("initiatives").cursor
+        store.apply_page(
+            cost_resource(), [], replace(store.state("cost_entries"), cursor=foreign), done=True
+        )
+    finally:
+        store.close()
+    new_id = account.builder.cost_entry(account.initiatives[0], amount_cents=1, currency="USD")
+    account.load(engine, LATER)
+
+    said: list[str] = []
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt, notice=said.append)}
+        (notice,) = said
+        assert notice.startswith(
+            "cost_entries: asking from updated_since 2026-06-01T09:00:00.000Z instead, as the "
+            "service refused the position this store remembered: 400: The cursor was issued "
+            "by another endpoint (initiatives); a cursor only continues the list it came from."
+        )
+        # From the largest updated_at stored, inclusive: the first load's rows, and the new.
+        assert (reports["cost_entries"].start, reports["cost_entries"].rows) == (
+            "updated_since",
+            8,
+        )
+        assert reports["cost_entries"].refused is not None
+        assert new_id in {row["id"] for row in stored(target, fmt, "cost_entries")}
+        assert_store_equals_service(target, fmt, base_url, account.token)
+        # The walk made a cursor of its own: the next run uses it, and says nothing.
+        said.clear()
+        again = {r.name: r for r in pull(api, target, fmt, notice=said.append)}
+    assert said == []
+    assert (again["cost_entries"].start, again["cost_entries"].rows) == ("cursor", 0)
+
+
+def test_pull_says_on_stderr_what_it_refused_and_what_it_removed(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path
+) -> None:
+    target = tmp_path / "airoi.duckdb"
+    argv = [sys.executable, "-m", "airoi", "pull", "--base-url", base_url, "--to", str(target)]
+    env = {**os.environ, "AIROI_TOKEN": account.token, "COLUMNS": "400"}
+    first = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert first.returncode == 0, first.stderr
+    conn = duckdb.connect(str(target))
+    try:
+        conn.execute("UPDATE _airoi_state SET cursor = 'bogus' WHERE resource = 'metrics'")
+    finally:
+        conn.close()
+    delete(engine, THEN[0], cost_entries=account.cost_entries[:2])
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert second.returncode == 0, second.stderr
+    refused = [line for line in second.stderr.splitlines() if "refused" in line]
+    assert len(refused) == 1
+    assert refused[0].startswith(
+        "metrics: asking from updated_since 2026-06-01T09:00:00.000Z instead, as the service "
+        "refused the position this store remembered: 400: The cursor parameter is not a "
+        "cursor this endpoint issued;"
+    )
+    assert "Removed 2 rows deleted on the server (2 deletions read)." in second.stdout
+    assert account.token not in second.stdout + second.stderr
 
 
 class Interrupted(RuntimeError):
@@ -176,7 +514,7 @@ def test_resume_after_interruption(
         reports = {r.name: r for r in pull(api, target, fmt)}
     assert reports["cost_entries"].resumed
     assert reports["cost_entries"].rows == 5  # the pages after the cut, and only those
-    assert not reports["initiatives"].resumed
+    assert reports["initiatives"].rows == 0  # its walk had ended: nothing changed since
     costs = stored(target, fmt, "cost_entries")
     assert [row["id"] for row in costs] == expected_ids(base_url, account.token, "cost_entries")
     assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
@@ -205,6 +543,66 @@ def test_resume_after_the_last_batch_written(
     costs = stored(target, fmt, "cost_entries")
     assert [row["id"] for row in costs] == expected_ids(base_url, account.token, "cost_entries")
     assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_deletions_resume_after_the_last_batch_written(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    doomed = account.cost_entries[:5]
+    delete(engine, THEN[0], cost_entries=doomed)
+    # Seven lists, one page each with nothing changed; two pages of tombstones are written
+    # one by one, and the request for the third is cut off.
+    cut = InterruptAfter(limit=7 + 3)
+    with (
+        Client(base_url, account.token, page_size=2, transport=cut) as api,
+        pytest.raises(Interrupted),
+    ):
+        pull(api, target, fmt, flush_rows=1, batch_rows=1)
+    costs = {row["id"] for row in stored(target, fmt, "cost_entries")}
+    assert len(costs) == len(account.cost_entries) - 4
+    assert costs > set(account.cost_entries) - set(doomed)
+
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    # The tombstones after the last batch written, and only those, each applied once.
+    assert reports[DELETIONS].resumed
+    assert (reports[DELETIONS].rows, reports[DELETIONS].deleted) == (1, 1)
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+def test_a_failure_applying_tombstones_keeps_nothing_half_done(
+    base_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rows removed and the position after their tombstones are written together."""
+    target = tmp_path / "airoi.duckdb"
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target)
+    delete(engine, THEN[0], cost_entries=account.cost_entries[:4])
+    real_save = Store._save_state
+
+    def failing_save(self: Store, name: str, state: Any) -> None:
+        real_save(self, name, state)
+        if name == DELETIONS and self.count("cost_entries") < 5:
+            raise Interrupted("after the rows were removed, before the commit")
+
+    monkeypatch.setattr(Store, "_save_state", failing_save)
+    with Client(base_url, account.token, page_size=2) as api, pytest.raises(Interrupted):
+        pull(api, target, batch_rows=1)
+    # The first two tombstones went in; the next batch's removal was rolled back with it.
+    assert len(stored(target, "duckdb", "cost_entries")) == 5
+    monkeypatch.undo()
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target)}
+    assert (reports[DELETIONS].rows, reports[DELETIONS].deleted) == (2, 2)
+    assert_store_equals_service(target, "duckdb", base_url, account.token)
 
 
 def test_interruption_inside_a_page_keeps_nothing_half_written(

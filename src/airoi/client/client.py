@@ -26,6 +26,15 @@ Window = Literal["1yr", "3yr", "5yr", "all"]
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
 Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
+DeletedResource = Literal[
+    "initiatives",
+    "cost_entries",
+    "value_entries",
+    "metrics",
+    "observations",
+    "decisions",
+    "integrations",
+]
 
 API_PATH = "/api/v1"
 MAX_PAGE_SIZE = 500
@@ -103,12 +112,17 @@ def _error_from(response: httpx.Response) -> AiroiError:
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a list: its rows, and the cursor that continues after it."""
+    """One page of a list: its rows, and the cursors that continue after it."""
 
     data: list[Row]
     has_more: bool
     next_cursor: str | None
     cursor: str | None  # the cursor this page was asked for with (None for the first)
+    # After this page's last row, the last page included: passed as `cursor` on a later run
+    # (with the same filters) it serves only what changed since (SEMANTICS R36). None on
+    # /budgets, on a page with no rows asked without a cursor, and from a service that
+    # does not serve it.
+    resume_cursor: str | None = None
 
 
 class ListResult:
@@ -145,6 +159,7 @@ class ListResult:
                 has_more=bool(page_info.get("has_more")),
                 next_cursor=page_info.get("next_cursor"),
                 cursor=cursor,
+                resume_cursor=page_info.get("resume_cursor"),
             )
             yield page
             if not page.has_more or not page.next_cursor:
@@ -507,6 +522,27 @@ class Client:
             },
         )
 
-    def rows(self, resource: str, **params: Any) -> ListResult:
-        """Any list endpoint by name, for generic callers such as `airoi pull`."""
+    def deletions(
+        self,
+        *,
+        updated_since: DateTimeLike | None = None,
+        resource: DeletedResource | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ListResult:
+        """Tombstones `{resource, id, deleted_at}` of rows a load removed (SEMANTICS R34);
+        `updated_since` matches `deleted_at`."""
+        return self._list(
+            "deletions",
+            {
+                "updated_since": updated_since,
+                "resource": resource,
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+
+    def rows(self, resource: str, /, **params: Any) -> ListResult:
+        """Any list endpoint by name, for generic callers such as `airoi pull`; positional,
+        so that /deletions' own `resource=` filter can be passed."""
         return self._list(resource, params)

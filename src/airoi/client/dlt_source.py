@@ -1,4 +1,4 @@
-"""A dlt `rest_api` source for this API: every list into any dlt destination, incrementally.
+"""A dlt source for this API: every list into any dlt destination, incrementally.
 
     import dlt
     from airoi.client.dlt_source import airoi_source
@@ -7,27 +7,48 @@
     pipeline.run(airoi_source("http://localhost:8000/api/v1", token))
 
 Needs `pip install "airoi[dlt]"` (dlt itself is imported only by `airoi_source`;
-`rest_api_config` is plain data). Each list follows `page.next_cursor` as `cursor` while
-`page.has_more` is true (SPEC 4.A.1), asks with `updated_since` from the largest `updated_at`
-dlt remembers, and merges on `id`. The bound is inclusive, so the rows stamped at that moment
-come again; dlt's incremental drops the ones it has already seen (by primary key) before
-they are written, and `merge` would absorb any that came through. Budgets have no
-`updated_since` and no `id` (SPEC 4.A.10): they are replaced whole on every run, keyed by
-`initiative_id`. Dates arrive as `date` columns, datetimes as UTC timestamps and cents as
-bigint; nested objects become columns joined with `__` (`owner__name`), arrays child tables.
+`rest_api_config` is plain data). Each list is a dlt resource that walks it with
+`airoi.client.Client` from the `resume_cursor` of the last page it loaded, kept in the
+resource's dlt state, so a run reads only what changed since and nothing twice (SEMANTICS
+R36; see `airoi.client.walk` for the fallback to `updated_since`). After its rows, it walks
+`/deletions?resource=<list>` from a cursor of its own and yields each tombstone as a row
+with `_airoi_deleted` true: the resources merge on `id` (delete-insert) with that column as
+dlt's `hard_delete` and `updated_at` as `dedup_sort`, so within a load the latest of a row
+and its tombstones wins, a tombstone on a tie (R34: a copy drops a row unless its
+updated_at is later than deleted_at).
+
+A tombstone removes the destination's row whatever its `updated_at` (dlt cannot compare),
+which is right because a list's tombstones are read after its rows in the same load: a row
+given again after a deletion has a later `updated_at` than the tombstone, so the load that
+reads that row also reads the tombstone (or an earlier load applied it already), and dedup
+keeps the row. Budgets have no `updated_since` and no `id` (SPEC 4.A.10): they are replaced
+whole on every run, keyed by `initiative_id`, which also drops a deleted initiative's row.
+
+Pages become Arrow tables through `airoi.client.frames.rows_to_arrow`, as in `airoi pull`,
+so both have the same columns: nested objects flattened with `_` (`owner_id`,
+`owner_name`, `source_type`), arrays one `json` column each, dates `date`, datetimes UTC
+timestamps and cents bigint.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import logging
+from collections.abc import Iterator, MutableMapping
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airoi.client.client import sendable_token
+from airoi.client.client import Client, Page, sendable_token
+from airoi.client.frames import rows_to_arrow
+from airoi.client.walk import Walk, WalkState
 
 if TYPE_CHECKING:
+    import pyarrow  # type: ignore[import-untyped, import-not-found, unused-ignore]
     from dlt.sources import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
         DltSource,
     )
+
+log = logging.getLogger(__name__)
 
 INCREMENTAL: tuple[str, ...] = (
     "initiatives",
@@ -41,7 +62,10 @@ INCREMENTAL: tuple[str, ...] = (
 # Sample (demo) initiatives are included so that every cost or value row has its initiative;
 # the is_sample column tells them apart (as in `airoi pull`).
 WITH_SAMPLES = frozenset({"initiatives", "budgets"})
-# Fields SPEC 2 types `string (date)`, by resource, as dlt names the flattened columns.
+# dlt's hard_delete column: true on a tombstone, which is never stored; null on every row.
+DELETED = "_airoi_deleted"
+# Fields SPEC 2 types `string (date)`, by resource, as the rest_api source's dlt names the
+# flattened columns.
 DATE_COLUMNS: dict[str, tuple[str, ...]] = {
     "cost_entries": ("period_start", "period_end", "reported_on"),
     "value_entries": ("period_start", "period_end", "reported_on"),
@@ -85,10 +109,15 @@ def _without_null_version(row: dict[str, Any]) -> dict[str, Any]:
 def rest_api_config(
     base_url: str, token: str, *, start: datetime | str = EPOCH, page_size: int = PAGE_SIZE
 ) -> dict[str, Any]:
-    """The `RESTAPIConfig` for dlt's `rest_api_source` (building it imports nothing of dlt).
+    """A `RESTAPIConfig` for dlt's plain `rest_api_source` (building it imports nothing of
+    dlt), to adapt; `airoi_source` does not use it.
 
     `start` is where the first run begins (`updated_since`); later runs begin at the
-    largest `updated_at` dlt kept in the pipeline's state.
+    largest `updated_at` dlt kept in the pipeline's state. What it does not do: resume from
+    `page.resume_cursor` (the rest_api source cannot read it from the page), so every run
+    reads again the rows stamped at that moment and dlt drops them; apply `/deletions`, so
+    rows deleted on the server stay; or name columns as `airoi pull` does: nested objects
+    become `owner__name` and arrays child tables (`integrations__metric_categories`).
     """
     resources: list[dict[str, Any]] = []
     for name in INCREMENTAL:
@@ -148,12 +177,112 @@ def airoi_source(
 ) -> DltSource:
     """The dlt source (needs `pip install "airoi[dlt]"`); its schema is named `name`.
 
-    Pick resources with `.with_resources("cost_entries", "value_entries")`.
+    `start` is where a first run begins (`updated_since`, for rows and tombstones alike);
+    later runs resume where the last one ended. Pick resources with
+    `.with_resources("cost_entries", "value_entries")`.
     """
-    from dlt.sources.rest_api import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
-        rest_api_source,
+    import dlt  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    token = sendable_token(token)
+    first = WalkState(None, api_datetime(start))
+
+    def changed(resource: str) -> Iterator[pyarrow.Table]:
+        saved = dlt.current.resource_state(resource)
+        params = {"include_sample": True} if resource in WITH_SAMPLES else {}
+        with Client(base_url, token, page_size=page_size) as api:
+            rows = _walk(api, resource, params, saved, "rows", first, "updated_at")
+            for page in rows:
+                if page.data:
+                    yield _keyed(rows_to_arrow(page.data), "id")
+            deleted = {"resource": resource}
+            for page in _walk(api, "deletions", deleted, saved, "deletions", first, "deleted_at"):
+                if page.data:
+                    yield _tombstones(page.data)
+
+    def budgets() -> Iterator[pyarrow.Table]:
+        with Client(base_url, token, page_size=page_size) as api:
+            for row_page in api.budgets(include_sample=True).pages():
+                if row_page.data:
+                    yield _keyed(rows_to_arrow(row_page.data), "initiative_id")
+
+    merged = [
+        dlt.resource(
+            changed,
+            name=resource,
+            primary_key="id",
+            write_disposition={"disposition": "merge", "strategy": "delete-insert"},
+            columns={
+                DELETED: {"data_type": "bool", "hard_delete": True},
+                "updated_at": {"dedup_sort": "desc"},
+            },
+        )(resource)
+        for resource in INCREMENTAL
+    ]
+    replaced = dlt.resource(
+        budgets, name="budgets", primary_key="initiative_id", write_disposition="replace"
     )
 
-    config = rest_api_config(base_url, token, start=start, page_size=page_size)
-    source: DltSource = rest_api_source(config, name=name)  # type: ignore[arg-type, unused-ignore]
+    @dlt.source(name=name, max_table_nesting=0)  # type: ignore[misc, unused-ignore]
+    def airoi() -> list[Any]:
+        return [*merged, replaced]
+
+    source: DltSource = airoi()
     return source
+
+
+def _walk(
+    api: Client,
+    resource: str,
+    params: dict[str, Any],
+    saved: MutableMapping[str, Any],
+    key: str,
+    first: WalkState,
+    stamp: str,
+) -> Iterator[Page]:
+    """The pages of a list from the state `saved[key]` (dlt's resource state), or `first`;
+    the state after each page is kept there (dlt commits it with the load)."""
+    kept = saved.get(key)
+    walk = Walk(api, resource, params, WalkState(**kept) if kept else first, stamp=stamp)
+    pages = walk.open()
+    if walk.refused is not None:
+        log.warning(
+            "%s: asking from updated_since %s, as the service refused the position this "
+            "pipeline remembered: %s",
+            resource,
+            walk.state.updated_since,
+            walk.refused,
+        )
+    for page in pages:
+        saved[key] = asdict(walk.advance(page))
+        yield page
+
+
+def _keyed(table: pyarrow.Table, key: str) -> pyarrow.Table:
+    """`table` with its key column declared non-null, as dlt declares a primary key (else
+    dlt warns on every load that the two disagree)."""
+    index = table.schema.get_field_index(key)
+    return table.cast(table.schema.set(index, table.schema.field(index).with_nullable(False)))
+
+
+def _tombstones(rows: list[dict[str, Any]]) -> pyarrow.Table:
+    """Tombstones as rows dlt hard-deletes: the id, and as `updated_at` a microsecond after
+    `deleted_at`, so that `dedup_sort` ranks a tombstone above a row stamped at the same
+    moment and below one given again later (the API's stamps are milliseconds, R3)."""
+    import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    after = timedelta(microseconds=1)
+    moments = [datetime.fromisoformat(row["deleted_at"]) + after for row in rows]
+    return pa.table(
+        {
+            "id": pa.array([row["id"] for row in rows], type=pa.int64()),
+            "updated_at": pa.array(moments, type=pa.timestamp("us", tz="UTC")),
+            DELETED: pa.array([True] * len(rows), type=pa.bool_()),
+        },
+        schema=pa.schema(
+            [
+                pa.field("id", pa.int64(), nullable=False),
+                pa.field("updated_at", pa.timestamp("us", tz="UTC")),
+                pa.field(DELETED, pa.bool_()),
+            ]
+        ),
+    )

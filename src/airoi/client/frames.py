@@ -3,7 +3,10 @@
 Amounts are integer cents and stay int64 (SPEC 2); a `string (date)` becomes a date and a
 `string (datetime)` a UTC timestamp. Types are decided by field name, so a column keeps its
 type even on a page where every value is null. Nested objects are flattened with `_`
-(`owner` -> `owner_id`, `owner_name`; `source` -> `source_type`, ...); arrays stay lists.
+(`owner` -> `owner_id`, `owner_name`; `source` -> `source_type`, ...), the bundle's own
+names (BUNDLE.md); a null object is null in each of those columns. Arrays stay lists.
+`airoi pull` and the dlt source make their tables with `rows_to_arrow`, so both have the
+same columns.
 """
 
 from __future__ import annotations
@@ -33,6 +36,22 @@ INTEGER_FIELDS = frozenset(
     }
 )
 NUMBER_FIELDS = frozenset({"confidence_score", "quality_score", "value", "roi", "used_ratio"})
+BOOLEAN_FIELDS = frozenset(
+    {
+        "is_sample",
+        "is_estimated",
+        "locked",
+        "counts_toward_roi",
+        "currency_metric",
+        "active",
+        "stage_changed",
+        "simulated",
+        "budgeted",
+        "revised",
+        "revision_pending",
+    }
+)
+LIST_FIELDS = frozenset({"primary_source_categories", "metric_categories", "over_parts"})
 DATE_FIELDS = frozenset(
     {
         "period_start",
@@ -49,6 +68,34 @@ DATE_FIELDS = frozenset(
 )
 
 
+PERSON_FIELDS = ("id", "name")
+# The fields of each nested object SPEC 2 serves, by its flattened name: a null one (no
+# owner, an unbudgeted row's current_version) becomes these fields, null. Otherwise a
+# column `owner` of nulls stood beside `owner_id` and `owner_name`, and which columns a
+# page made depended on the rows it happened to hold.
+NULL_OBJECTS: dict[str, dict[str, None]] = {
+    name: dict.fromkeys(fields)
+    for name, fields in {
+        "owner": PERSON_FIELDS,
+        "decided_by": PERSON_FIELDS,
+        "connected_by": PERSON_FIELDS,
+        "source": ("type", "ref", "connection_id"),
+        "current_version": (
+            "id",
+            "effective_from",
+            "ends_on",
+            "capex_cents",
+            "opex_cents",
+            "opex_cadence",
+            "source",
+            "reason",
+            "set_by",
+        ),
+        "current_version_set_by": PERSON_FIELDS,
+    }.items()
+}
+
+
 def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     _flatten_into(row, prefix, flat, {})
@@ -60,22 +107,28 @@ def _flatten_into(
 ) -> None:
     """Flatten `row` into `flat`, and record the field name each new column ends in."""
     for name, value in row.items():
+        column = prefix + name if prefix else name
+        nested = NULL_OBJECTS.get(column) if value is None else value
         # Decoded JSON objects are dicts; `isinstance(value, Mapping)` costs ten times more.
-        if isinstance(value, dict):
-            _flatten_into(value, f"{prefix}{name}_", flat, leaves)
+        if isinstance(nested, dict):
+            _flatten_into(nested, column + "_", flat, leaves)
         else:
-            column = prefix + name if prefix else name
             flat[column] = value
             if column not in leaves:
                 leaves[column] = name
 
 
 def kind_of(leaf: str) -> str:
-    """int, float, date, datetime or '' (let Arrow infer) for a field name."""
+    """int, float, bool, list, date, datetime or '' (text, or let Arrow infer) for a field
+    name."""
     if leaf in INTEGER_FIELDS or leaf.endswith("_cents"):
         return "int"
     if leaf in NUMBER_FIELDS:
         return "float"
+    if leaf in BOOLEAN_FIELDS:
+        return "bool"
+    if leaf in LIST_FIELDS:
+        return "list"
     if leaf in DATE_FIELDS:
         return "date"
     if leaf.endswith("_at"):
@@ -126,6 +179,10 @@ def rows_to_arrow(rows: Iterable[Mapping[str, Any]]) -> pyarrow.Table:
             columns[column] = pa.array(
                 [None if v is None else float(v) for v in values], type=pa.float64()
             )
+        elif kind == "bool":
+            columns[column] = pa.array(values, type=pa.bool_())
+        elif kind == "list":
+            columns[column] = pa.array(values, type=pa.list_(pa.string()))
         elif kind in ("date", "datetime"):
             columns[column] = _temporal(values, kind)
         elif all(v is None for v in values):

@@ -1,21 +1,31 @@
 """`airoi pull`: every list resource of the account into DuckDB, Parquet or CSV, incrementally.
 
-Per resource the store remembers the largest `updated_at` of the last finished walk and
-asks with `updated_since` next time (inclusive, so the last rows come again and the upsert
-by id absorbs them: SPEC 4.A.1). While a walk is under way it also remembers the cursor of
-the next page, so an interrupted run resumes where it stopped. Rows are written in
-batches of whole pages (`batch_rows`), each in one DuckDB transaction with the state that
-says they were written, so an interruption anywhere neither loses nor duplicates a row: the
-next run asks again for the pages after the last batch written. The next page is fetched
-while a page is written (`read_ahead`).
+Per resource the store remembers the `resume_cursor` of the last page it wrote and asks
+with it next time: the service serves only the rows changed since, none of those it has,
+so a run with nothing changed reads no row again (SEMANTICS R36). It also remembers the
+largest `updated_at` written, to ask from with `updated_since` when there is no cursor to
+use: a store written by an earlier version of `airoi pull` (which remembered only that),
+or a cursor the service refuses (see `airoi.client.walk`). Rows are written in batches of
+whole pages (`batch_rows`), each in one DuckDB transaction with the position after them, so
+an interruption anywhere neither loses nor duplicates a row: the next run asks again for
+the pages after the last batch written. The next page is fetched while a page is written
+(`read_ahead`).
+
+Then /deletions, with a cursor of its own: each tombstone removes the row of its resource
+and id unless the stored row's `updated_at` is later than `deleted_at` (the row was given
+again, SEMANTICS R34), in batches written with their position in the same way. Because of
+that comparison the order of the two walks does not matter: a row deleted and given again,
+or given again and deleted, ends as the service has it whichever walk sees it first.
 
 Budgets have no `updated_since` (SPEC 4.A.10): they are re-read whole into a staging table
-that replaces the previous one when the walk ends.
+that replaces the previous one when the walk ends (so an initiative's tombstone needs no
+work there).
 
 For Parquet and CSV the rows are kept in an in-memory DuckDB table per resource and written
 to `<dir>/<resource>.<format>` (atomically) every `flush_rows` rows and at the end of a
-walk; `<dir>/_airoi_state.json` is written after the data file, so a crash between the two
-re-reads rows that the upsert absorbs.
+walk, each file only when its table changed; `<dir>/_airoi_state.json` is written after
+the data files, so a crash between the two re-reads rows that the upsert absorbs and
+re-applies tombstones that find nothing more to remove.
 """
 
 # ruff: noqa: S608 - SQL names here are fixed resource and column names, always quoted.
@@ -27,17 +37,20 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import duckdb
 
-from airoi.client.client import Client, Page
+from airoi.client.client import Client
 from airoi.client.frames import rows_to_arrow
+from airoi.client.walk import Start, Walk, WalkState, later
+
+T = TypeVar("T")
 
 Format = Literal["duckdb", "parquet", "csv"]
+DELETIONS = "deletions"  # the walk of /deletions, remembered under this name
 STATE_TABLE = "_airoi_state"
 STATE_FILE = "_airoi_state.json"
 # CSV only: each file's column types, so that the next run reads the text back as it was
@@ -70,14 +83,8 @@ RESOURCES: tuple[Resource, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class WalkState:
-    """What the store remembers of one resource (all strings as the API wrote them)."""
-
-    updated_since: str | None = None  # largest updated_at of the last finished walk
-    walk_since: str | None = None  # the updated_since the walk under way was asked with
-    cursor: str | None = None  # the next page of the walk under way; None when none is
-    walk_max: str | None = None  # largest updated_at seen so far in the walk under way
+# The tables a tombstone can name (SEMANTICS R34): never a name taken from the response.
+DELETABLE = frozenset(resource.name for resource in RESOURCES if resource.incremental)
 
 
 @dataclass
@@ -86,21 +93,28 @@ class ResourceReport:
     rows: int = 0
     pages: int = 0
     seconds: float = 0.0
-    resumed: bool = False
-    since: str | None = None
+    start: Start = "full"  # how the walk began: at the remembered cursor, updated_since, or whole
+    since: str | None = None  # the largest updated_at (deleted_at) the store held before
+    refused: str | None = None  # why the remembered cursor was given up, when it was
+    deleted: int = 0  # rows the tombstones read removed from the store (/deletions only)
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the walk began at the position the store remembered."""
+        return self.start == "cursor"
 
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _later(current: str | None, candidate: str | None) -> str | None:
-    if candidate is None:
-        return current
-    if current is None:
-        return candidate
-    parse = datetime.fromisoformat
-    return candidate if parse(candidate) > parse(current) else current
+def _saved_state(updated_since: str | None, cursor: str | None, walk_max: str | None) -> WalkState:
+    """A state as any version wrote it. Earlier versions kept `cursor` only while a walk
+    was under way (the next page of a walk asked with `updated_since`), and that walk's
+    largest updated_at in `walk_max`. The cursor is still the position after the last row
+    written, and every row after it has an updated_at at or after that walk's
+    `updated_since`, so asking with the cursor alone serves the same rows."""
+    return WalkState(cursor, later(updated_since, walk_max))
 
 
 class Store:
@@ -110,7 +124,11 @@ class Store:
         self.fmt = fmt
         self.target = target
         self.flush_rows = flush_rows
+        # Rows (or tombstones) each walk has written since its files were last written.
         self._unflushed: dict[str, int] = {}
+        # Files only: tables changed since their file was written, and whether the state was.
+        self._dirty: set[str] = set()
+        self._state_dirty = False
         # The columns of each table the store has looked at (None: no such table), so that a
         # page does not ask the catalogue again; forgotten whenever a transaction rolls back.
         self._known: dict[str, set[str] | None] = {}
@@ -123,6 +141,7 @@ class Store:
             self.conn = duckdb.connect(":memory:")
         # Datetimes are written (CSV) and shown in UTC, whatever the machine's zone.
         self.conn.execute("SET TimeZone = 'UTC'")
+        # walk_since and walk_max are read from stores earlier versions wrote, never written.
         self.conn.execute(
             f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} ("
             " resource VARCHAR PRIMARY KEY, updated_since VARCHAR, walk_since VARCHAR,"
@@ -130,6 +149,7 @@ class Store:
         )
         if fmt != "duckdb":
             self._load_files()
+            self._state_dirty = False  # as read from the files
 
     def close(self) -> None:
         self.conn.close()
@@ -143,7 +163,10 @@ class Store:
         state_path = self.target / STATE_FILE
         if state_path.exists():
             for name, saved in json.loads(state_path.read_text()).items():
-                self._save_state(name, WalkState(**saved))
+                state = _saved_state(
+                    saved.get("updated_since"), saved.get("cursor"), saved.get("walk_max")
+                )
+                self._save_state(name, state)
         columns_path = self.target / COLUMNS_FILE
         if self.fmt == "csv" and columns_path.exists():
             self._csv_types = json.loads(columns_path.read_text())
@@ -193,40 +216,45 @@ class Store:
 
     def _write_state_file(self) -> None:
         rows = self.conn.execute(
-            f"SELECT resource, updated_since, walk_since, cursor, walk_max FROM {STATE_TABLE}"
+            f"SELECT resource, updated_since, cursor, walk_max FROM {STATE_TABLE}"
         ).fetchall()
         saved = {
-            name: asdict(WalkState(since, walk_since, cursor, walk_max))
-            for name, since, walk_since, cursor, walk_max in rows
+            name: asdict(_saved_state(since, cursor, walk_max))
+            for name, since, cursor, walk_max in rows
         }
         _replace_json(self.target / STATE_FILE, saved)
 
-    def _flush(self, resource: Resource, *, done: bool) -> None:
-        """Files only: write the table, then the state that says it holds these rows."""
-        if self.fmt == "duckdb":
+    def _flush(self, walk: str) -> None:
+        """Files only: write the tables changed, then the state that says they hold it."""
+        self._unflushed[walk] = 0
+        if self.fmt == "duckdb" or not (self._dirty or self._state_dirty):
             return
-        # A replaced resource is only written whole; its walk restarts after a crash.
-        if not resource.incremental and not done:
-            return
-        self._write_file(resource.name)
+        for name in sorted(self._dirty):
+            self._write_file(name)
         self._write_state_file()
-        self._unflushed[resource.name] = 0
+        self._dirty.clear()
+        self._state_dirty = False
+
+    def _written(self, walk: str, count: int, *, done: bool) -> None:
+        self._unflushed[walk] = self._unflushed.get(walk, 0) + count
+        if done or self._unflushed[walk] >= self.flush_rows:
+            self._flush(walk)
 
     # -- state and tables ----------------------------------------------------------
 
     def state(self, name: str) -> WalkState:
         row = self.conn.execute(
-            f"SELECT updated_since, walk_since, cursor, walk_max FROM {STATE_TABLE}"
-            " WHERE resource = ?",
+            f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
             [name],
         ).fetchone()
-        return WalkState(*row) if row else WalkState()
+        return _saved_state(*row) if row else WalkState()
 
     def _save_state(self, name: str, state: WalkState) -> None:
         self.conn.execute(
-            f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES (?, ?, ?, ?, ?, now())",
-            [name, state.updated_since, state.walk_since, state.cursor, state.walk_max],
+            f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES (?, ?, NULL, ?, NULL, now())",
+            [name, state.updated_since, state.cursor],
         )
+        self._state_dirty = True
 
     def _exists(self, table: str) -> bool:
         found = self.conn.execute(
@@ -253,12 +281,15 @@ class Store:
         self, resource: Resource, rows: list[dict[str, Any]], state: WalkState, *, done: bool
     ) -> None:
         """Upsert one page's rows by key and record `state`, in one transaction."""
+        replacing = done and not resource.incremental
+        if not rows and not replacing and state == self.state(resource.name):
+            return  # nothing changed since the last run: nothing to write
         table = resource.name if resource.incremental else resource.name + "__staging"
         self.conn.execute("BEGIN TRANSACTION")
         try:
             if rows:
                 self._upsert(table, resource.key, rows)
-            if done and not resource.incremental:
+            if replacing:
                 self.conn.execute(f"DROP TABLE IF EXISTS {_quote(resource.name)}")
                 self._known[resource.name] = None
                 if self._table_columns(table) is not None:
@@ -273,9 +304,58 @@ class Store:
             self.conn.execute("ROLLBACK")
             self._known.clear()
             raise
-        self._unflushed[resource.name] = self._unflushed.get(resource.name, 0) + len(rows)
-        if done or self._unflushed[resource.name] >= self.flush_rows:
-            self._flush(resource, done=done)
+        # A replaced resource's file is written only whole; its walk restarts after a crash.
+        if resource.incremental and rows:
+            self._dirty.add(resource.name)
+        if replacing:
+            self._dirty.add(resource.name)
+        if resource.incremental or done:
+            self._written(resource.name, len(rows), done=done)
+
+    def apply_deletions(
+        self, tombstones: list[dict[str, Any]], state: WalkState, *, done: bool
+    ) -> int:
+        """Remove the rows `tombstones` name and record `state`, in one transaction; the
+        number of rows removed.
+
+        A row whose updated_at is later than its tombstone's deleted_at was given again
+        after the deletion and stays (SEMANTICS R34).
+        """
+        if not tombstones and state == self.state(DELETIONS):
+            return 0
+        removed = 0
+        touched: set[str] = set()
+        self.conn.execute("BEGIN TRANSACTION")
+        try:
+            if tombstones:
+                self.conn.register("tombstones", rows_to_arrow(tombstones))
+                try:
+                    for name in sorted({str(t.get("resource")) for t in tombstones}):
+                        if name not in DELETABLE or self._table_columns(name) is None:
+                            continue  # a list this store does not hold (yet): nothing to remove
+                        # The cast reads a stamp whatever type an older store gave the column.
+                        found = self.conn.execute(
+                            f"DELETE FROM {_quote(name)} AS kept WHERE EXISTS (SELECT 1"
+                            " FROM tombstones AS gone WHERE gone.resource = ?"
+                            " AND gone.id = kept.id"
+                            " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)",
+                            [name],
+                        ).fetchone()
+                        count = int(found[0]) if found else 0
+                        if count:
+                            removed += count
+                            touched.add(name)
+                finally:
+                    self.conn.unregister("tombstones")
+            self._save_state(DELETIONS, state)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            self._known.clear()
+            raise
+        self._dirty |= touched
+        self._written(DELETIONS, len(tombstones), done=done)
+        return removed
 
     def _upsert(self, table: str, key: str, rows: list[dict[str, Any]]) -> None:
         # A row changed while the walk ran is served again further on, with a later
@@ -324,9 +404,10 @@ def _replace_json(path: Path, value: Any) -> None:
 
 
 ProgressHook = Callable[[str, int, bool], None]
+NoticeHook = Callable[[str], None]
 
 
-def read_ahead(pages: Iterator[Page]) -> Iterator[Page]:
+def read_ahead(pages: Iterator[T]) -> Iterator[T]:
     """The same pages, each next one fetched in a thread while the caller writes this one.
 
     Pages and errors come in order: a request that fails is raised after the pages before
@@ -346,6 +427,25 @@ def read_ahead(pages: Iterator[Page]) -> Iterator[Page]:
     fetcher.shutdown()
 
 
+def _began(walk: Walk, report: ResourceReport, notice: NoticeHook | None) -> None:
+    """Say in the report how the walk began, once its first page is in; tell `notice` when
+    the remembered cursor was refused."""
+    report.start = walk.start
+    if walk.refused is None:
+        return
+    report.refused = str(walk.refused)
+    if notice is not None:
+        again = (
+            f"asking from updated_since {walk.state.updated_since} instead"
+            if walk.start == "updated_since"
+            else "reading it whole again"
+        )
+        notice(
+            f"{report.name}: {again}, as the service refused the position this store "
+            f"remembered: {walk.refused}"
+        )
+
+
 def pull_resource(
     client: Client,
     store: Store,
@@ -353,35 +453,30 @@ def pull_resource(
     progress: ProgressHook | None = None,
     *,
     batch_rows: int = BATCH_ROWS,
+    notice: NoticeHook | None = None,
 ) -> ResourceReport:
-    """Walk one resource, writing its rows with the walk's position every `batch_rows` rows
-    (and at the end): a run cut off resumes after the last batch written."""
+    """Walk one resource from where the store stands, writing its rows with the position
+    after them every `batch_rows` rows (and at the end): a run cut off resumes after the
+    last batch written."""
     started = time.perf_counter()
     state = store.state(resource.name)
-    report = ResourceReport(resource.name, resumed=state.cursor is not None)
-    if state.cursor is not None:  # resume the walk an earlier run left unfinished
-        since, walk_max = state.walk_since, state.walk_max
-    else:
-        since = state.updated_since if resource.incremental else None
-        walk_max = None
-        if not resource.incremental:
-            store.start_full_walk(resource)
-    report.since = since
-    params = dict(resource.params)
-    if resource.incremental and since is not None:
-        params["updated_since"] = since
+    report = ResourceReport(resource.name, since=state.updated_since)
+    if not resource.incremental and state.cursor is None:
+        store.start_full_walk(resource)
+    walk = Walk(client, resource.name, resource.params, state)
     batch: list[dict[str, Any]] = []
-    for page in read_ahead(client.rows(resource.name, **params).pages(cursor=state.cursor)):
-        for row in page.data:
-            walk_max = _later(walk_max, row.get("updated_at"))
+    # Every request, the first included, is made in read_ahead's thread: this one only
+    # writes, and a Ctrl-C here never lands in a wait for a Retry-After.
+    for page in read_ahead(iter(walk)):
+        if not report.pages:
+            _began(walk, report, notice)
+            if not resource.incremental and walk.refused is not None:
+                store.start_full_walk(resource)  # the pages staged so far are not continued
+        state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
-        if done:
-            new_state = WalkState(updated_since=_later(state.updated_since, walk_max))
-        else:
-            new_state = replace(state, walk_since=since, cursor=page.next_cursor, walk_max=walk_max)
         batch += page.data
         if done or len(batch) >= batch_rows:
-            store.apply_page(resource, batch, new_state, done=done)
+            store.apply_page(resource, batch, state, done=done)
             batch = []
         report.rows += len(page.data)
         report.pages += 1
@@ -391,6 +486,49 @@ def pull_resource(
     return report
 
 
+def pull_deletions(
+    client: Client,
+    store: Store,
+    progress: ProgressHook | None = None,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    notice: NoticeHook | None = None,
+) -> ResourceReport:
+    """Walk /deletions from where the store stands and remove the rows it names, writing
+    the position after each batch with the removal (SEMANTICS R34)."""
+    started = time.perf_counter()
+    state = store.state(DELETIONS)
+    report = ResourceReport(DELETIONS, since=state.updated_since)
+    walk = Walk(client, DELETIONS, {}, state, stamp="deleted_at")
+    batch: list[dict[str, Any]] = []
+    for page in read_ahead(iter(walk)):
+        if not report.pages:
+            _began(walk, report, notice)
+        state = walk.advance(page)
+        done = not page.has_more or not page.next_cursor
+        batch += page.data
+        if done or len(batch) >= batch_rows:
+            report.deleted += store.apply_deletions(batch, state, done=done)
+            batch = []
+        report.rows += len(page.data)
+        report.pages += 1
+        if progress is not None:
+            progress(DELETIONS, len(page.data), done)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def walks(resources: Iterable[Resource] = RESOURCES) -> list[str]:
+    """The names of the walks `pull` makes, in order: the incremental lists, /deletions
+    after them, then the lists replaced whole."""
+    chosen = list(resources)
+    return [
+        *(r.name for r in chosen if r.incremental),
+        DELETIONS,
+        *(r.name for r in chosen if not r.incremental),
+    ]
+
+
 def pull(
     client: Client,
     target: Path,
@@ -398,20 +536,32 @@ def pull(
     *,
     resources: Iterable[Resource] = RESOURCES,
     progress: ProgressHook | None = None,
+    notice: NoticeHook | None = None,
     flush_rows: int = 50_000,
     batch_rows: int = BATCH_ROWS,
 ) -> list[ResourceReport]:
-    """Pull every resource into `target` (a .duckdb file, or a directory for parquet/csv).
+    """Pull every resource into `target` (a .duckdb file, or a directory for parquet/csv),
+    then apply /deletions, then replace the resources read whole (budgets).
 
     Rows are written with the walk's position every `batch_rows` rows; files are rewritten
-    every `flush_rows` rows (parquet and csv).
+    every `flush_rows` rows (parquet and csv). `notice` is told, in a sentence, of a
+    remembered position the service refused.
     """
+    by_name = {resource.name: resource for resource in resources}
     store = Store(target, fmt, flush_rows=flush_rows)
+    reports: list[ResourceReport] = []
     try:
-        return [
-            pull_resource(client, store, resource, progress, batch_rows=batch_rows)
-            for resource in resources
-        ]
+        for name in walks(by_name.values()):
+            if name == DELETIONS:
+                report = pull_deletions(
+                    client, store, progress, batch_rows=batch_rows, notice=notice
+                )
+            else:
+                report = pull_resource(
+                    client, store, by_name[name], progress, batch_rows=batch_rows, notice=notice
+                )
+            reports.append(report)
+        return reports
     finally:
         store.close()
 
