@@ -129,9 +129,7 @@ class Writer:
     ) -> None:
         """A knock-on change: the rows `where` selects take `values` and the load's stamp."""
         table = KINDS[key].table
-        touched = self.touched[key]
-        for row_id in self.conn.execute(select(table.c.id).where(where)).scalars():
-            touched.add(row_id)
+        self.touched[key].update(self.conn.execute(select(table.c.id).where(where)).scalars())
         self.conn.execute(
             update(table).where(where).values({**(values or {}), "updated_at": self.stamp})
         )
