@@ -14,6 +14,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DataError, IntegrityError
 
 from airoi.db import tables
+from airoi.load.bounds import check_amounts_fit
 from airoi.load.checks import Validation
 from airoi.load.kinds import KINDS
 from airoi.load.outcome import BundleError, LoadReport
@@ -72,6 +73,9 @@ def load_bundle(
                 raise checked.problems.error()
             writer = Writer(checked, stamp, keep_stamps=keep, removed=removed)
             report = writer.write()
+            too_large = check_amounts_fit(conn, checked.accounts)
+            if too_large:
+                raise BundleError(too_large)
             totals = report.totals()
             if totals["inserted"] or totals["updated"] or totals["deleted"]:
                 advance_clock(conn, stamp, writer.latest_given)
