@@ -34,7 +34,15 @@ from airoi.load.kinds import (
     Kind,
 )
 from airoi.load.reading import BadSource, Repeated, Source
-from airoi.load.records import Problems, Rec, label_of, merged, missing_required, normalize
+from airoi.load.records import (
+    Problems,
+    Rec,
+    label_of,
+    merged,
+    missing_required,
+    normalize,
+    shown_name,
+)
 from airoi.load.values import Bad, conv_id, show
 from airoi.tokens import ISSUING_ROLES, SECRET_MIN_LENGTH, TOKEN_PREFIX
 
@@ -127,9 +135,9 @@ class Validation:
         if pos == -2:
             if key in self.seen_keys:
                 # JSON leaves a repeated name's meaning open: refuse it rather than guess.
-                self.problems.add(f"bundle: the key {key!r} is given more than once")
+                self.problems.add(f"bundle: the key {shown_name(key)!r} is given more than once")
             elif key not in BUNDLE_KEYS:
-                self.problems.add(f"bundle: unknown key {key!r}")
+                self.problems.add(f"bundle: unknown key {shown_name(key)!r}")
             self.seen_keys.add(key)
             return
         if type(item) is Repeated:
@@ -142,7 +150,7 @@ class Validation:
                 where = key
             if where is not None:
                 for name in item.names:
-                    self.problems.add(f"{where}.{name}: given more than once")
+                    self.problems.add(f"{where}.{shown_name(name)}: given more than once")
             item = item.value
         if key not in KINDS:
             if key == "delete":
@@ -178,7 +186,7 @@ class Validation:
             if kind_key == "fx_rates":
                 continue  # no id to delete by
             if kind_key not in DELETABLE:
-                self.problems.add(f"delete.{kind_key}: not a kind that can be deleted")
+                self.problems.add(f"delete.{shown_name(kind_key)}: not a kind that can be deleted")
                 continue
             if not isinstance(ids, list | tuple):
                 self.problems.add(f"delete.{kind_key}: {show(ids)} is not an array of ids")

@@ -18,6 +18,8 @@ from typing import IO, Any, Final
 
 import ijson  # type: ignore[import-untyped]
 
+from airoi.load.texts import TextGuard
+
 ProgressHook = Callable[[int, int], None]
 
 PROGRESS_BYTES: Final = 1 << 20  # report file progress about every MiB
@@ -292,9 +294,9 @@ class Source:
                 raw.seek(0)
                 counting = _CountingReader(raw, self.progress)
                 if head == b"\x1f\x8b":
-                    yield gzip.GzipFile(fileobj=counting, mode="rb")
+                    yield TextGuard(gzip.GzipFile(fileobj=counting, mode="rb"))
                 else:
-                    yield counting
+                    yield TextGuard(counting)
         except ijson.JSONError as exc:
             raise BadSource(f"bundle: not valid JSON ({_parser_error(exc)})") from None
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:

@@ -25,25 +25,40 @@ from airoi.load.values import (
 )
 
 MAX_PROBLEMS: Final = 1000  # lines kept; the rest are counted in one last line
+MAX_COUNTED: Final = 1_000_000  # past this many more, the count stops (and says so)
+MAX_SHOWN_NAME: Final = 60  # a field or key name longer than this is cut in a problem line
+
+
+def shown_name(name: str) -> str:
+    """A name a bundle gave, as a problem line shows it: cut when long (a name can be a
+    megabyte of text)."""
+    return name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 3] + "..."
 
 
 class Problems:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.more = 0
+        self.stopped = False  # counting stopped at MAX_COUNTED more
 
     def add(self, line: str) -> None:
         if len(self.lines) < MAX_PROBLEMS:
             self.lines.append(line)
-        else:
+        elif self.more < MAX_COUNTED:
             self.more += 1
+        else:
+            self.stopped = True
 
     def __bool__(self) -> bool:
         return bool(self.lines)
 
     def error(self) -> BundleError:
         lines = list(self.lines)
-        if self.more:
+        if self.stopped:
+            lines.append(
+                f"bundle: {self.more:,} or more problems not listed (counting stopped there)"
+            )
+        elif self.more:
             lines.append(f"bundle: {self.more} more problems not listed")
         return BundleError(lines)
 
@@ -145,7 +160,7 @@ def normalize(
                 except Bad as exc:
                     problems.add(f"{label}.account_id: {exc}")
         else:
-            problems.add(f"{label}.{name}: unknown field")
+            problems.add(f"{label}.{shown_name(name)}: unknown field")
     if persons:
         for column, (name, person) in persons.items():
             if raw.get(column) is not None and column not in failed:
@@ -186,7 +201,7 @@ def _take_source(
         return
     for part in source:
         if part not in SOURCE_PARTS:
-            problems.add(f"{label}.source.{part}: unknown field")
+            problems.add(f"{label}.source.{shown_name(part)}: unknown field")
     for part, (column, conv) in SOURCE_PARTS.items():
         value = source.get(part)
         if value is None:

@@ -79,7 +79,13 @@ MONTH: Final = int_conv(1, 12)
 
 # Text no store can keep the same: PostgreSQL refuses a NUL, and a lone surrogate (a JSON
 # escape such as "\ud800" with no partner) is no character at all (SQLite kept it as "?").
-_NOT_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+# Read from a file, a lone surrogate arrives as U+FFFF (airoi.load.texts), a noncharacter.
+_NOT_TEXT: Final = re.compile("[\x00\ud800-\udfff\uffff]")
+# The longest text a field without a column length takes (descriptions, notes, rationale,
+# note bodies, a stored setting's strings); names, titles and keys take their column's.
+MAX_TEXT: Final = 100_000
+MAX_LIST_ITEMS: Final = 1_000  # a list field's items (each up to MAX_NAME characters)
+MAX_NAME: Final = 1_000
 
 
 def check_text(value: str) -> str:
@@ -88,15 +94,21 @@ def check_text(value: str) -> str:
         return value
     if found.group() == "\x00":
         raise Bad("holds a NUL character (\\u0000), which text cannot hold")
-    raise Bad("holds a lone surrogate (a \\ud800 to \\udfff escape without its pair)")
+    raise Bad(
+        "holds a lone surrogate (a \\ud800 to \\udfff escape without its pair) or U+FFFF, "
+        "which no text holds"
+    )
 
 
 def str_conv(max_length: int | None) -> Conv:
+    """A string up to `max_length` characters (MAX_TEXT when the column has no length)."""
+    limit = MAX_TEXT if max_length is None else max_length
+
     def conv(value: Any) -> str:
         if type(value) is str:
-            if max_length is None or len(value) <= max_length:
+            if len(value) <= limit:
                 return check_text(value)
-            raise Bad(f"longer than {max_length} characters")
+            raise Bad(f"longer than {limit:,} characters")
         raise Bad(f"{show(value)} is not a string")
 
     return conv
@@ -187,19 +199,33 @@ def enum_conv(values: tuple[str, ...]) -> Conv:
 
 def conv_str_list(value: Any) -> list[str]:
     if type(value) is list and all(type(item) is str for item in value):
+        if len(value) > MAX_LIST_ITEMS:
+            raise Bad(f"holds more than {MAX_LIST_ITEMS:,} items")
+        if any(len(item) > MAX_NAME for item in value):
+            raise Bad(f"holds an item longer than {MAX_NAME:,} characters")
         return [check_text(item) for item in value]
     raise Bad(f"{show(value)} is not an array of strings")
 
 
 def plain_json(value: Any) -> Any:
-    """Decimals from the decimal-mode parser become ints or floats (stored as JSON)."""
+    """Decimals from the decimal-mode parser become ints or floats (stored as JSON); every
+    text in it, names included, is checked as a field's text is, at any depth. The message
+    never quotes one: these are credentials and settings (SEMANTICS R15)."""
     if isinstance(value, dict):
-        return {key: plain_json(item) for key, item in value.items()}
+        return {_text_in_json(key): plain_json(item) for key, item in value.items()}
     if isinstance(value, list):
         return [plain_json(item) for item in value]
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, str):
+        return _text_in_json(value)
     return value
+
+
+def _text_in_json(text: str) -> str:
+    if len(text) > MAX_TEXT:
+        raise Bad(f"holds a text longer than {MAX_TEXT:,} characters")
+    return check_text(text)
 
 
 def conv_json_object(value: Any) -> dict[str, Any]:
