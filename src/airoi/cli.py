@@ -35,8 +35,11 @@ app = typer.Typer(
     help="airoi: a read-only AI-ROI reporting service. Settings come from AIROI_* variables.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # help paragraphs are rewrapped to the terminal, not broken twice
 )
-token_app = typer.Typer(help="Issue and revoke personal access tokens.", no_args_is_help=True)
+token_app = typer.Typer(
+    help="Issue and revoke personal access tokens.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(token_app, name="token")
 
 out = Console()
@@ -178,6 +181,10 @@ def load(
     A record for an existing row changes only the fields it gives: a field left out keeps
     its stored value, and a field given as null clears it. Loads of one store run one at a
     time, and each stamps the rows it inserts or changes with one moment of its own.
+
+    Refused, naming the record and field: a text longer than its column (names and titles
+    up to 500 characters, long texts such as descriptions and notes 100,000), a lone
+    surrogate, and figures that could pass a 64-bit integer once summed (SEMANTICS R38).
     """
     _require_server("load")
     from airoi.load import BundleError, LoadBusy, load_bundle
