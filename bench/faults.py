@@ -1018,6 +1018,7 @@ class Timing:
 def measure(stage: Stage, fault: str, timing: Timing) -> Row:
     row = Row(fault=fault, store=stage.name)
     traffic = stage.traffic
+    begun = time.monotonic()
     print(f"  {fault}: baseline", end="", flush=True)
     roi_before = snapshot_roi(stage.server.base, stage.token, time.monotonic() + 15)
     base_start = time.monotonic()
@@ -1082,16 +1083,35 @@ def measure(stage: Stage, fault: str, timing: Timing) -> Row:
     if recovered is None:
         row.notes.append("server restarted before the next fault")
         stage.server.restart()
-    print(" done", flush=True)
+    print(f" done ({time.monotonic() - begun:.0f} s)", flush=True)
     return row
 
 
 # the runs ---------------------------------------------------------------------------------
 
 
+def measure_all(stage: Stage, faults: list[str], timing: Timing, rows: list[Row]) -> None:
+    for fault in faults:
+        try:
+            rows.append(measure(stage, fault, timing))
+        except Exception as exc:  # said in the table; the next fault still runs
+            print(f" failed: {type(exc).__name__}", flush=True)
+            rows.append(Row(fault, stage.name, notes=[f"not measured: {_said(exc)}"]))
+
+
+def _said(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+
 def run_postgres(
-    work: Path, ports: Ports, faults: list[str], timing: Timing, rate: float, timeout: float
-) -> list[Row]:
+    work: Path,
+    ports: Ports,
+    faults: list[str],
+    timing: Timing,
+    rate: float,
+    timeout: float,
+    rows: list[Row],
+) -> None:
     postgres = Postgres(work / "pg", ports.take())
     postgres.init()
     redis = Redis(work, ports.take())
@@ -1113,7 +1133,7 @@ def run_postgres(
     stage = Stage("postgresql", server, traffic, token, postgres.cost_entries, postgres, redis)
     traffic.start()
     try:
-        return [measure(stage, fault, timing) for fault in faults]
+        measure_all(stage, faults, timing, rows)
     finally:
         traffic.stop()
         server.stop()
@@ -1122,8 +1142,14 @@ def run_postgres(
 
 
 def run_sqlite(
-    work: Path, ports: Ports, faults: list[str], timing: Timing, rate: float, timeout: float
-) -> list[Row]:
+    work: Path,
+    ports: Ports,
+    faults: list[str],
+    timing: Timing,
+    rate: float,
+    timeout: float,
+    rows: list[Row],
+) -> None:
     directory = work / "sqlite"
     directory.mkdir(mode=0o755)
     file = directory / "airoi.db"
@@ -1146,7 +1172,7 @@ def run_sqlite(
     stage = Stage("sqlite", server, traffic, token, count, sqlite_file=file)
     traffic.start()
     try:
-        return [measure(stage, fault, timing) for fault in faults]
+        measure_all(stage, faults, timing, rows)
     finally:
         traffic.stop()
         server.stop()
@@ -1186,6 +1212,9 @@ def table(rows: list[Row]) -> str:
     lines = ["  ".join(f"{name:>{width}}" for name, width in COLUMNS)]
     for row in rows:
         f = row.figures
+        if not f:
+            lines.append(f"{row.fault:>{COLUMNS[0][1]}}  (not measured)")
+            continue
         readyz = " ".join(f"{k}x{v}" for k, v in sorted(f["readyz"].items())) or "-"
         cells = [
             row.fault,
@@ -1204,9 +1233,9 @@ def table(rows: list[Row]) -> str:
     lines.append("")
     for row in rows:
         notes = list(row.notes)
-        if row.figures["nothing_lost"] != "yes":
+        if row.figures and row.figures["nothing_lost"] != "yes":
             notes.append(f"nothing lost: {row.figures['nothing_lost']}")
-        if row.figures["healthz_failed"]:
+        if row.figures and row.figures["healthz_failed"]:
             notes.append(f"{row.figures['healthz_failed']} /healthz probes failed")
         if notes:
             lines.append(f"{row.fault}: " + "; ".join(notes))
@@ -1216,9 +1245,9 @@ def table(rows: list[Row]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows: about 3 minutes")
-    parser.add_argument("--window", type=float, help="seconds each fault is held (10; quick 3)")
+    parser.add_argument("--window", type=float, help="seconds each fault is held (10; quick 2)")
     parser.add_argument("--baseline", type=float, help="seconds of traffic before (3; quick 1)")
-    parser.add_argument("--recovery", type=float, help="most seconds to wait (60; quick 20)")
+    parser.add_argument("--recovery", type=float, help="most seconds to wait (60; quick 15)")
     parser.add_argument("--run", type=int, default=10, help="consecutive 2xx that mean recovered")
     parser.add_argument("--rate", type=float, default=20.0, help="requests a second")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
@@ -1232,9 +1261,9 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown faults: {', '.join(unknown)}")
     timing = Timing(
-        window=args.window or (3.0 if args.quick else 10.0),
+        window=args.window or (2.0 if args.quick else 10.0),
         baseline=args.baseline or (1.0 if args.quick else 3.0),
-        recovery=args.recovery or (20.0 if args.quick else 60.0),
+        recovery=args.recovery or (15.0 if args.quick else 60.0),
         run=args.run,
         check=30.0,
     )
@@ -1256,13 +1285,22 @@ def main() -> None:
     )
     started = time.monotonic()
     rows: list[Row] = []
+    interrupted = False
     try:
-        pg = [f for f in faults if f in PG_FAULTS]
-        if pg:
-            rows += run_postgres(work, ports, pg, timing, args.rate, args.timeout)
-        lite = [f for f in faults if f in SQLITE_FAULTS]
-        if lite:
-            rows += run_sqlite(work, ports, lite, timing, args.rate, args.timeout)
+        for run, chosen in ((run_postgres, PG_FAULTS), (run_sqlite, SQLITE_FAULTS)):
+            stage = [f for f in faults if f in chosen]
+            if not stage:
+                continue
+            try:
+                run(work, ports, stage, timing, args.rate, args.timeout, rows)
+            except Exception as exc:  # a server that would not start: said, and on to the next
+                print(f"\n{run.__name__} stopped: {_said(exc)}", flush=True)
+                done = {r.fault for r in rows}
+                rows += [Row(f, "-", notes=[f"not measured: {_said(exc)}"]) for f in stage
+                         if f not in done]  # fmt: skip
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\ninterrupted: stopping what was started", flush=True)
     finally:
         _clean_up()
         if args.keep:
@@ -1280,6 +1318,8 @@ def main() -> None:
                 indent=2,
             )
         )
+    if interrupted:
+        sys.exit(130)
 
 
 if __name__ == "__main__":
