@@ -30,9 +30,9 @@ and /roi against its answer before the fault). Faults:
   runs without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, through `setpriv`, so that file
   modes hold for it): sqlite-read-only (file, WAL and
   directory made read-only), sqlite-unreadable (chmod 000) under the running server,
-  sqlite-unreadable-restart (chmod 000, and the server stopped and started again while it
-  is), and sqlite-garbage (the file, its WAL and its -shm index overwritten in place with
-  random bytes, their bytes put back at the end).
+  sqlite-unreadable-restart (chmod 000, the server started again on it, then held for the
+  window; the restart itself is not counted), and sqlite-garbage (the file, its WAL and
+  its -shm index overwritten in place with random bytes, their bytes put back at the end).
 
 One row per fault; see bench/README.md for the columns. The run is bounded: every request,
 every wait and every fault has a deadline, and every process started is stopped on the way
@@ -879,22 +879,30 @@ def fault_sqlite_modes(file_mode: int, dir_mode: int | None) -> Callable[[Stage,
     return inject
 
 
-def fault_sqlite_restart(stage: Stage, window: float, row: Row) -> None:
-    """The file made unreadable, and the server started again while it is."""
+def fault_sqlite_restart(stage: Stage, window: float, row: Row) -> float:
+    """The file made unreadable, the server started again on it, and then held for the window.
+
+    The row counts from the moment the server answers /healthz again (or has exited): the
+    restart itself is the script's doing, not the fault's, and is only noted."""
     assert stage.sqlite_file is not None
     paths = _sqlite_paths(stage.sqlite_file)
     modes = {p: p.stat().st_mode & 0o777 for p in paths}
-    started = time.monotonic()
     try:
         for p in paths:
             p.chmod(0o000)
+        begun = time.monotonic()
         stage.server.stop()
-        try:  # long enough to see it start or exit, even when the window is shorter
-            stage.server.start(ready="/healthz", seconds=max(window, 30))
-            row.notes.append("serve started on the unreadable file")
+        try:
+            stage.server.start(ready="/healthz", seconds=60)
+            row.notes.append(
+                f"serve started on the unreadable file in {time.monotonic() - begun:.1f} s "
+                f"(not counted in the row)"
+            )
         except RuntimeError as exc:
             row.notes.append(str(exc))
-        time.sleep(max(0.0, started + window - time.monotonic()))
+        took_hold = time.monotonic()
+        time.sleep(window)
+        return took_hold
     finally:
         for p, mode in modes.items():
             with contextlib.suppress(OSError):
@@ -920,7 +928,9 @@ def fault_sqlite_garbage(stage: Stage, window: float, row: Row) -> None:
                 f.truncate()
 
 
-INJECT: dict[str, Callable[[Stage, float, Row], None]] = {
+# Each holds its fault for the window and undoes it; one that returns a moment is counted
+# from then on (what came before was the script's doing).
+INJECT: dict[str, Callable[[Stage, float, Row], float | None]] = {
     "pg-terminate": fault_pg_terminate,
     "pg-freeze": fault_pg_freeze,
     "pg-restart": fault_pg_restart,
@@ -1026,9 +1036,9 @@ def measure(stage: Stage, fault: str, timing: Timing) -> Row:
     print(", fault", end="", flush=True)
     started = time.monotonic()
     try:
-        INJECT[fault](stage, timing.window, row)
+        started = INJECT[fault](stage, timing.window, row) or started
     except Exception as exc:  # the fault could not be injected or undone: said in the row
-        row.notes.append(f"injection failed: {type(exc).__name__}: {exc}".splitlines()[0])
+        row.notes.append(f"injection failed: {_said(exc)}")
     ended = time.monotonic()
     print(", recovery", end="", flush=True)
     deadline = ended + timing.recovery
