@@ -1009,7 +1009,9 @@ def nothing_lost(stage: Stage, roi_before: Any, seconds: float) -> str:
     problems = []
     if rows != stored or distinct != rows:
         problems.append(f"walk {rows} rows ({distinct} ids), store {stored}")
-    if roi is None:
+    if roi_before is None:
+        problems.append("no /roi before the fault to compare with")
+    elif roi is None:
         problems.append("no /roi")
     elif roi != roi_before:
         problems.append("/roi changed")
