@@ -12,15 +12,15 @@ about every 10 ms on a busy worker, and the thread runs on the worker's own core
 Measured with `bench.ceiling`'s setup (one worker pinned to a core, wrk on the other), the
 check cost a limit-100 page about 55 microseconds; see CHANGELOG.
 
-Redis is asked off the event loop (a small pool of threads), each call given
-`STORE_TIMEOUT_S` in all: a store that is slow or frozen costs the requests asking
-it that long at most, never the worker's other requests. A store that fails or does
-not answer in time is taken as away for `STORE_RETRY_S`: requests are counted in this
-process's memory meanwhile, as without Redis, then one request asks the store again.
-One warning when it goes, one line when it answers again. Counting in memory rather than
-not at all keeps the limit protecting the service through an outage (each worker with its
-own budget, so N workers let a token make up to N times the limit), and a caller loses
-nothing by it: its count starts afresh.
+Redis is asked off the event loop (a small pool of threads), connecting and each
+round trip given `STORE_TIMEOUT_S`: a store that is slow or frozen costs the requests
+asking it that long (a round trip or two) at most, never the worker's other requests.
+A store that fails or does not answer in time is taken as away for `STORE_RETRY_S`:
+requests are counted in this process's memory meanwhile, as without Redis, then one
+request asks the store again. One warning when it goes, one line when it answers again.
+Counting in memory rather than not at all keeps the limit protecting the service through
+an outage (each worker with its own budget, so N workers let a token make up to N times
+the limit), and a caller loses nothing by it: its count starts afresh.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ from limits.errors import StorageError
 from limits.storage import Storage, storage_from_string
 
 NAMESPACE = "airoi:token"
-# A counter store that does not answer at once is treated as away (one call, in all).
+# A counter store that does not answer at once is treated as away (connecting, a round trip).
 STORE_TIMEOUT_S = 0.25
+# A call is a connection and two round trips at most, each bounded by the timeout.
+_BACKSTOP_S = 4 * STORE_TIMEOUT_S
 # How long a store taken as away is left alone before one request asks it again.
 STORE_RETRY_S = 5.0
 # Threads asking the store: a call is a round trip or two, so a few serve a busy worker.
@@ -140,15 +142,23 @@ class RateLimiter:
         """
         if self._threads is None or not self._asks_store():
             return self.hit_here(token_hash)
+        asking_again = self._away  # only this request's answer says the store is back
         key = self.item.key_for(NAMESPACE, token_hash)
-        loop = asyncio.get_running_loop()
+        asked = asyncio.get_running_loop().run_in_executor(self._threads, self._store_hit, key)
+        # The socket timeouts bound the call in its thread. This wait is a backstop, and the
+        # call's own outcome is taken when it has one: the loop may have been held past the
+        # backstop by other work (a statement), which says nothing of the store.
+        await asyncio.wait([asked], timeout=_BACKSTOP_S)
         try:
-            async with asyncio.timeout(STORE_TIMEOUT_S):
-                count, reset_at = await loop.run_in_executor(self._threads, self._store_hit, key)
+            if not asked.done():
+                asked.cancel()
+                raise TimeoutError
+            count, reset_at = asked.result()
         except (StorageError, TimeoutError) as exc:
             self._store_failed(exc)
             return self.hit_here(token_hash)
-        self._store_answered()
+        if asking_again:
+            self._store_answered()
         return self._standing(count, reset_at)
 
     def hit_here(self, token_hash: str) -> Standing:
@@ -187,9 +197,9 @@ class RateLimiter:
         )
 
     def _store_answered(self) -> None:
-        if self._away:
-            self._away = self._asking_again = False
-            logger.warning("rate limit store answers again; counting there")
+        # A request sent before the store went away may come back after: it says nothing.
+        self._away = self._asking_again = False
+        logger.warning("rate limit store answers again; counting there")
 
     def _standing(self, count: int, reset_at: float) -> Standing:
         return Standing(

@@ -183,6 +183,11 @@ def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -
         breaker: DatabaseBreaker | None = None
 
         def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            if self.breaker is not None and self.breaker.away:
+                # A connection checked out before the database went away (a request that
+                # was waiting on something else) is not let spend the deadline again.
+                self.close()
+                raise not_answering("the database is taken as away until it answers again")
             try:
                 return super().wait(gen, interval, deadline_s if timeout is None else timeout)
             except psycopg.OperationalError as exc:
@@ -194,6 +199,12 @@ def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -
                 raise not_answering(
                     f"the database did not answer within {deadline_s:g} s"
                 ) from None
+
+        def rollback(self) -> None:
+            if self.breaker is not None and self.breaker.away:
+                self.close()  # ends the transaction as well, without waiting on the server
+                return
+            super().rollback()
 
     def probe() -> None:
         with DeadlineConnection.connect(*cargs, **cparams) as conn:
