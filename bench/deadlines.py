@@ -185,7 +185,7 @@ def main() -> None:
                     time.sleep(freeze)
                     redis_server.send_signal(signal.SIGCONT)
                     redis_thawed_at = time.monotonic()
-                    time.sleep(2)
+                    time.sleep(7)  # past the 5 s after which a worker asks Redis again
                 finally:
                     traffic.stop()
             print_figures(
@@ -235,7 +235,10 @@ def print_figures(
     lines = log.read_text(errors="replace").splitlines()
     warnings = sum(1 for line in lines if "rate limit store" in line)
     for line in lines:
-        if "rate limit store" in line or "database did not" in line or "answers again" in line:
+        if any(
+            words in line
+            for words in ("rate limit store", "database did not", "answers again", "ERROR")
+        ):
             print("  log:", line)
     per_second = [
         sum(
