@@ -201,10 +201,16 @@ def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -
                 ) from None
 
         def rollback(self) -> None:
+            # Closing ends the transaction as well, without waiting on the server. A rollback
+            # is what returns a request's connection to the pool, after its answer is made:
+            # the answer must not fail for it.
             if self.breaker is not None and self.breaker.away:
-                self.close()  # ends the transaction as well, without waiting on the server
+                self.close()
                 return
-            super().rollback()
+            try:
+                super().rollback()
+            except not_answering:
+                return  # closed by `wait`, and the database taken as away
 
     def probe() -> None:
         with DeadlineConnection.connect(*cargs, **cparams) as conn:
