@@ -68,7 +68,7 @@ def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], i
         if duties:
             secret = bearer_secret(authorization)
             account_id = authenticate(conn, authorization).account_id
-            standing = limiter.hit(hash_token(secret))
+            standing = limiter.hit_here(hash_token(secret))
             if standing is not None and not standing.allowed:
                 raise ApiError(429, "Too many requests.")
         query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)

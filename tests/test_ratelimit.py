@@ -24,6 +24,7 @@ from airoi.settings import Settings
 from airoi.tokens import hash_token
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
+from tests.frozen import logged
 
 Client = TestClient[Litestar]
 HEADERS = (
@@ -183,17 +184,23 @@ def test_without_redis_every_worker_counts_alone(
         assert response.headers["ratelimit-remaining"] == "2"
 
 
-def test_an_unreachable_redis_lets_requests_through_uncounted(
+def test_an_unreachable_redis_counts_in_memory_and_warns_once(
     db_url: str, tokens: dict[str, str], clients: ExitStack
 ) -> None:
     # A decision of ours (SPEC is silent): a read-only service stays up while its counter
-    # store is away, and says so in the log; it sends no rate-limit headers it cannot back.
-    settings = Settings(database_url=db_url, rate_limit="1/hour", redis_url="redis://127.0.0.1:9/0")
+    # store is away, and counts in each worker's memory meanwhile, so the limit still holds
+    # (per worker); the log says so once, not on every request.
+    settings = Settings(database_url=db_url, rate_limit="2/hour", redis_url="redis://127.0.0.1:9/0")
     client = client_of(clients, settings)
-    for _ in range(2):
-        response = client.get("/api/v1/initiatives", headers=bearer(tokens["first"]))
-        assert response.status_code == 200
-        assert "ratelimit-limit" not in response.headers
+    with logged("airoi.ratelimit") as warnings:
+        statuses = [
+            client.get("/api/v1/initiatives", headers=bearer(tokens["first"])) for _ in range(3)
+        ]
+    assert [r.status_code for r in statuses] == [200, 200, 429]
+    assert [r.headers["ratelimit-remaining"] for r in statuses] == ["1", "0", "0"]
+    assert_spec_429(statuses[2])
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert "not answering" in warnings[0].getMessage()
 
 
 def test_rate_limit_setting_is_checked() -> None:
@@ -240,8 +247,7 @@ def test_ended_windows_in_memory_are_dropped_without_a_thread() -> None:
 def test_the_memory_limiter_counts_a_token_to_its_limit() -> None:
     limiter = RateLimiter("2/minute")
     assert limiter.storage is None
-    first, second, third = (limiter.hit(hash_token("airoi_t")) for _ in range(3))
-    assert first is not None and second is not None and third is not None
+    first, second, third = (limiter.hit_here(hash_token("airoi_t")) for _ in range(3))
     assert (first.allowed, first.remaining) == (True, 1)
     assert (second.allowed, second.remaining) == (True, 0)
     assert (third.allowed, third.remaining) == (False, 0)

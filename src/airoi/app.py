@@ -119,16 +119,15 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
         # Keyed by the token's hash, never the token (SEMANTICS R15).
-        standing = limiter.hit(hash_token(secret))
-        if standing is not None:
-            context.response_headers.update(standing.headers())
-            if not standing.allowed:
-                wait = standing.seconds_to_reset()
-                raise ApiError(
-                    429,
-                    f"Too many requests with this token; try again in {wait} seconds.",
-                    headers={"Retry-After": str(wait)},
-                )
+        standing = await limiter.hit(hash_token(secret))
+        context.response_headers.update(standing.headers())
+        if not standing.allowed:
+            wait = standing.seconds_to_reset()
+            raise ApiError(
+                429,
+                f"Too many requests with this token; try again in {wait} seconds.",
+                headers={"Retry-After": str(wait)},
+            )
         return AuthenticationResult(user=principal, auth=None)
 
 

@@ -12,18 +12,26 @@ about every 10 ms on a busy worker, and the thread runs on the worker's own core
 Measured with `bench.ceiling`'s setup (one worker pinned to a core, wrk on the other), the
 check cost a limit-100 page about 55 microseconds; see CHANGELOG.
 
-When Redis cannot be reached the request is served without counting (and
-without rate-limit headers) and a warning is logged: a read-only service stays
-up rather than refuse everyone because its counter store is away.
+Redis is asked off the event loop (a small pool of threads), connecting and each
+round trip given `STORE_TIMEOUT_S`: a store that is slow or frozen costs the requests
+asking it that long (a round trip or two) at most, never the worker's other requests.
+A store that fails or does not answer in time is taken as away for `STORE_RETRY_S`:
+requests are counted in this process's memory meanwhile, as without Redis, then one
+request asks the store again. One warning when it goes, one line when it answers again.
+Counting in memory rather than not at all keeps the limit protecting the service through
+an outage (each worker with its own budget, so N workers let a token make up to N times
+the limit), and a caller loses nothing by it: its count starts afresh.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
@@ -31,8 +39,14 @@ from limits.errors import StorageError
 from limits.storage import Storage, storage_from_string
 
 NAMESPACE = "airoi:token"
-# A counter store that does not answer at once is treated as away.
-_REDIS_TIMEOUT_SECONDS = 0.5
+# A counter store that does not answer at once is treated as away (connecting, a round trip).
+STORE_TIMEOUT_S = 0.25
+# A call is a connection and two round trips at most, each bounded by the timeout.
+_BACKSTOP_S = 4 * STORE_TIMEOUT_S
+# How long a store taken as away is left alone before one request asks it again.
+STORE_RETRY_S = 5.0
+# Threads asking the store: a call is a round trip or two, so a few serve a busy worker.
+_STORE_THREADS = 4
 
 logger = logging.getLogger("airoi.ratelimit")
 
@@ -95,44 +109,97 @@ class LocalWindows:
 
 
 class RateLimiter:
-    def __init__(self, rate: str, redis_url: str | None = None) -> None:
+    def __init__(
+        self, rate: str, redis_url: str | None = None, *, retry_s: float = STORE_RETRY_S
+    ) -> None:
         self.item: RateLimitItem = parse(rate)
+        # Counts without Redis, and while Redis is taken as away.
+        self.local = LocalWindows()
         self.storage: Storage | None = None
-        self.local: LocalWindows | None = None
+        self.outages = 0
+        self._retry_s = retry_s
+        self._away = False
+        self._asking_again = False
+        self._retry_at = 0.0
+        self._threads: ThreadPoolExecutor | None = None
         if redis_url:
             storage = storage_from_string(
                 redis_url,
                 wrap_exceptions=True,
-                socket_connect_timeout=_REDIS_TIMEOUT_SECONDS,
-                socket_timeout=_REDIS_TIMEOUT_SECONDS,
+                socket_connect_timeout=STORE_TIMEOUT_S,
+                socket_timeout=STORE_TIMEOUT_S,
             )
             assert isinstance(storage, Storage)  # the synchronous kind, for this URL
             self.storage = storage
-        else:
-            self.local = LocalWindows()
+            self._threads = ThreadPoolExecutor(_STORE_THREADS, thread_name_prefix="airoi-ratelimit")
 
-    def hit(self, token_hash: str) -> Standing | None:
-        """Count one request of the token; None when the counter store cannot be reached.
+    async def hit(self, token_hash: str) -> Standing:
+        """Count one request of the token: in Redis when it is set and answers, else here.
 
         In Redis, the fixed window of `limits`' FixedWindowRateLimiter, with the count the
         increment returns used as it is: two calls to the store (two Redis round trips),
         where the strategy's hit and window statistics take three.
         """
+        if self._threads is None or not self._asks_store():
+            return self.hit_here(token_hash)
+        asking_again = self._away  # only this request's answer says the store is back
         key = self.item.key_for(NAMESPACE, token_hash)
-        if self.local is not None:
-            count, reset_at = self.local.hit(key, self.item.get_expiry())
-            return self._standing(count, reset_at)
-        assert self.storage is not None
+        asked = asyncio.get_running_loop().run_in_executor(self._threads, self._store_hit, key)
+        # The socket timeouts bound the call in its thread. This wait is a backstop, and the
+        # call's own outcome is taken when it has one: the loop may have been held past the
+        # backstop by other work (a statement), which says nothing of the store.
+        await asyncio.wait([asked], timeout=_BACKSTOP_S)
         try:
-            count = self.storage.incr(key, self.item.get_expiry())
-            reset_at = self.storage.get_expiry(key)
-        except StorageError as exc:
-            logger.warning(
-                "rate limit store unreachable, request not counted: %s",
-                type(exc.storage_error).__name__,
-            )
-            return None
+            if not asked.done():
+                asked.cancel()
+                raise TimeoutError
+            count, reset_at = asked.result()
+        except (StorageError, TimeoutError) as exc:
+            self._store_failed(exc)
+            return self.hit_here(token_hash)
+        if asking_again:
+            self._store_answered()
         return self._standing(count, reset_at)
+
+    def hit_here(self, token_hash: str) -> Standing:
+        """Count one request of the token in this process's memory."""
+        key = self.item.key_for(NAMESPACE, token_hash)
+        count, reset_at = self.local.hit(key, self.item.get_expiry())
+        return self._standing(count, reset_at)
+
+    def _store_hit(self, key: str) -> tuple[int, float]:
+        assert self.storage is not None
+        count = self.storage.incr(key, self.item.get_expiry())
+        return count, self.storage.get_expiry(key)
+
+    # The state below is read and changed on the event loop only (no lock).
+    def _asks_store(self) -> bool:
+        """Whether this request asks the store: always, unless it is taken as away; then
+        one request once `retry_s` has passed since it last failed."""
+        if not self._away:
+            return True
+        if self._asking_again or time.monotonic() < self._retry_at:
+            return False
+        self._asking_again = True
+        return True
+
+    def _store_failed(self, exc: Exception) -> None:
+        self._asking_again = False
+        self._retry_at = time.monotonic() + self._retry_s
+        if self._away:
+            return
+        self._away = True
+        self.outages += 1
+        cause = exc.storage_error if isinstance(exc, StorageError) else exc
+        logger.warning(
+            "rate limit store not answering (%s); counting in this process's memory meanwhile",
+            type(cause).__name__,
+        )
+
+    def _store_answered(self) -> None:
+        # A request sent before the store went away may come back after: it says nothing.
+        self._away = self._asking_again = False
+        logger.warning("rate limit store answers again; counting there")
 
     def _standing(self, count: int, reset_at: float) -> Standing:
         return Standing(

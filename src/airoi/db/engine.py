@@ -5,20 +5,57 @@ PostgreSQL `default_transaction_read_only`), so a bug in a handler cannot write.
 With `statement_timeout_ms`, a statement running longer is cut (PostgreSQL
 `statement_timeout`; SQLite a progress handler that interrupts it) and raises
 `OperationalError`, which the app answers 503.
+
+On PostgreSQL the serving engine also keeps deadlines of its own, because a server that
+stops answering (frozen, or cut off by a partition) cannot enforce its statement timeout,
+and a worker runs its requests' database work on its event loop:
+- connecting gives up after `connect_timeout` (at least 2 s, libpq's floor);
+- every wait on a connection's socket (a statement and its rows, a commit, a rollback,
+  the pool's ping) gives up one second past the statement timeout: the server's own
+  cancel comes first whenever the server answers at all. The connection is then closed
+  (its protocol state is unknown) and the pool replaces it;
+- TCP keepalives and `tcp_user_timeout` let the kernel find a peer that vanished from the
+  network (they do not fire for a server process that is stopped on a live host: its
+  kernel still acknowledges, hence the deadline above);
+- after a deadline passes, the database is taken as away (`DatabaseBreaker`): every
+  checkout is refused at once, answered 503, instead of each request spending the deadline
+  on the event loop again; a thread probes the server each second and the engine serves
+  again as soon as it answers. One warning when it goes, one line when it is back.
+
+A setting given in the URL's query (`?keepalives_idle=60`) wins over these defaults.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 import time
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
 # How many SQLite virtual-machine steps run between two looks at the clock.
 _SQLITE_PROGRESS_STEPS = 10_000
 _DEADLINE = "airoi_deadline"
+# How long past the statement timeout a wait on the server's socket is given up on.
+DEADLINE_GRACE_S = 1.0
+# How often a database taken as away is asked again.
+PROBE_INTERVAL_S = 1.0
+# A pooled connection idle this long is probed by the kernel, then every interval, and
+# dropped after this many probes go unanswered: a vanished peer is found in 30 s.
+_KEEPALIVE = {
+    "keepalives": 1,
+    "keepalives_idle": 15,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
+
+logger = logging.getLogger("airoi.db")
 
 
 def is_sqlite(url: str) -> bool:
@@ -54,11 +91,168 @@ def make_engine(
         options.append("-c default_transaction_read_only=on")
     if statement_timeout_ms is not None:
         options.append(f"-c statement_timeout={statement_timeout_ms}")
-        # An unreachable server is given up on as quickly as a slow statement.
-        connect_args["connect_timeout"] = max(2, math.ceil(statement_timeout_ms / 1000))
     if options:
         connect_args["options"] = " ".join(options)
-    return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+    if statement_timeout_ms is None:
+        return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+    deadline_s = statement_timeout_ms / 1000 + DEADLINE_GRACE_S
+    defaults: dict[str, Any] = {
+        # An unreachable server is given up on as quickly as a slow statement.
+        "connect_timeout": max(2, math.ceil(statement_timeout_ms / 1000)),
+        **_KEEPALIVE,
+        "tcp_user_timeout": math.ceil(deadline_s * 1000),
+    }
+    connect_args.update({k: v for k, v in defaults.items() if k not in parsed.query})
+    return _guarded_engine(url, connect_args, deadline_s)
+
+
+def _driver_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
+    """psycopg's classes, imported where PostgreSQL is used: the refusal and deadline
+    errors are the driver's `OperationalError`, so SQLAlchemy wraps them as it wraps the
+    driver's own and the app answers them 503 (`airoi.health.database_failure`)."""
+    import psycopg
+
+    class DatabaseNotAnswering(psycopg.OperationalError):
+        """A wait on the server's socket passed its deadline."""
+
+    class DatabaseTakenAsAway(psycopg.OperationalError):
+        """Refused without asking: the database did not answer in time a moment ago."""
+
+    return DatabaseNotAnswering, DatabaseTakenAsAway, psycopg.errors.ConnectionTimeout
+
+
+class DatabaseBreaker:
+    """Whether the database is taken as away, and the thread that asks it until it answers.
+
+    `away` is read without the lock on every checkout: a stale read lets one request
+    through to the server (and its deadline) or refuses one more, nothing worse.
+    """
+
+    def __init__(self, probe: Callable[[], None], interval_s: float = PROBE_INTERVAL_S) -> None:
+        self.away = False
+        self.outages = 0
+        self._probe = probe
+        self._interval_s = interval_s
+        self._lock = threading.Lock()
+
+    def trip(self, what: str) -> None:
+        with self._lock:
+            if self.away:
+                return
+            self.away = True
+            self.outages += 1
+        logger.warning(
+            "database did not answer in time (%s); requests are answered 503 without asking "
+            "it meanwhile",
+            what,
+        )
+        threading.Thread(
+            target=_watch, args=(weakref.ref(self),), name="airoi-db-probe", daemon=True
+        ).start()
+
+    def _recovered(self) -> None:
+        with self._lock:
+            self.away = False
+        logger.warning("database answers again; requests reach it")
+
+
+def _watch(breaker_ref: weakref.ReferenceType[DatabaseBreaker]) -> None:
+    """Asks the database every interval until it answers (or its engine is gone)."""
+    while True:
+        breaker = breaker_ref()
+        if breaker is None:
+            return
+        time.sleep(breaker._interval_s)
+        try:
+            breaker._probe()
+        except Exception:  # any failure means: still away
+            del breaker
+            continue
+        breaker._recovered()
+        return
+
+
+def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -> Engine:
+    import psycopg
+
+    not_answering, taken_as_away, connect_timeout = _driver_errors()
+
+    class DeadlineConnection(psycopg.Connection[Any]):
+        """A connection whose every wait on the server gives up after `deadline_s`."""
+
+        breaker: DatabaseBreaker | None = None
+
+        def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            if self.breaker is not None and self.breaker.away:
+                # A connection checked out before the database went away (a request that
+                # was waiting on something else) is not let spend the deadline again.
+                self.close()
+                raise not_answering("the database is taken as away until it answers again")
+            try:
+                return super().wait(gen, interval, deadline_s if timeout is None else timeout)
+            except psycopg.OperationalError as exc:
+                if type(exc).__name__ != "_WaitTimeout":  # the wait's own, private class
+                    raise
+                self.close()  # mid-protocol: the pool must not hand it out again
+                if self.breaker is not None:
+                    self.breaker.trip("no answer on a connection")
+                raise not_answering(
+                    f"the database did not answer within {deadline_s:g} s"
+                ) from None
+
+        def rollback(self) -> None:
+            # Closing ends the transaction as well, without waiting on the server. A rollback
+            # is what returns a request's connection to the pool, after its answer is made:
+            # the answer must not fail for it.
+            if self.breaker is not None and self.breaker.away:
+                self.close()
+                return
+            try:
+                super().rollback()
+            except not_answering:
+                return  # closed by `wait`, and the database taken as away
+
+    def probe() -> None:
+        with DeadlineConnection.connect(*cargs, **cparams) as conn:
+            conn.execute("SELECT 1")
+
+    guard = DatabaseBreaker(probe)
+
+    class GuardedPool(QueuePool):
+        """Refuses a checkout at once while the database is taken as away."""
+
+        breaker = guard  # a class attribute: the pool a dispose makes keeps it
+
+        def connect(self) -> PoolProxiedConnection:
+            if guard.away:
+                raise taken_as_away("the database is taken as away until it answers again")
+            return super().connect()
+
+    engine = create_engine(
+        url, connect_args=connect_args, pool_pre_ping=True, poolclass=GuardedPool
+    )
+    cargs_list, cparams = engine.dialect.create_connect_args(engine.url)
+    cargs = tuple(cargs_list)
+    cparams.update(connect_args)
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(_dialect: Any, _record: Any, args: Any, params: Any) -> DeadlineConnection:
+        if guard.away:  # the pool's own reconnect after a failed ping comes here
+            raise taken_as_away("the database is taken as away until it answers again")
+        try:
+            conn = DeadlineConnection.connect(*args, **params)
+        except connect_timeout:
+            guard.trip("no answer to a new connection")
+            raise
+        conn.breaker = guard
+        return conn
+
+    return engine
+
+
+def breaker_of(engine: Engine) -> DatabaseBreaker | None:
+    """The engine's breaker (PostgreSQL serving engines only)."""
+    return getattr(engine.pool, "breaker", None)
 
 
 class _Deadline:

@@ -1,0 +1,164 @@
+"""A dependency that stops answering costs a bounded wait, and the service recovers unaided.
+
+The servers frozen here are the tests' own (tests/frozen.py), stopped with SIGSTOP: their
+connections stay open and nothing answers, as in a network partition. The served app runs
+under uvicorn in a thread (tests/servers.py) and is asked over real HTTP, each request with
+a client timeout: a request that does not come back within its bound fails the test instead
+of hanging it. These are liveness checks, not measurements (bench/deadlines.py measures).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from airoi.db.engine import DEADLINE_GRACE_S, make_engine
+from airoi.db.migrate import upgrade
+from airoi.ratelimit import STORE_RETRY_S
+from airoi.settings import Settings
+from tests.conftest import POSTGRES_URL, _unavailable, bearer
+from tests.factories import BundleBuilder
+from tests.frozen import OwnPostgres, frozen, logged, own_postgres, own_redis
+from tests.servers import RunningServer
+
+STATEMENT_TIMEOUT_MS = 1000
+# The first request meeting the frozen server waits out one deadline (its statement timeout
+# and the grace); the bound leaves it room on a loaded machine.
+FIRST_ANSWER_BOUND_S = 3 * (STATEMENT_TIMEOUT_MS / 1000 + DEADLINE_GRACE_S)
+# Once the outage is known, requests are answered without asking the server.
+LATER_ANSWER_BOUND_S = 2.0
+RECOVERY_BOUND_S = 20.0
+
+
+def _assert_503(response: httpx.Response) -> None:
+    assert response.status_code == 503, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"status", "message", "request_id"}
+    assert body["error"]["status"] == 503
+    assert int(response.headers["retry-after"]) >= 1
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[tuple[OwnPostgres, str]]:
+    """The tests' own PostgreSQL, migrated and loaded with one account; and its token."""
+    if not POSTGRES_URL:
+        _unavailable(
+            "PostgreSQL tests need AIROI_TEST_POSTGRES_URL (for example "
+            "postgresql+psycopg://postgres@127.0.0.1:5432/test); this one builds its own "
+            "server but runs only where PostgreSQL tests are enabled"
+        )
+    with own_postgres() as server:
+        writer = make_engine(server.url)
+        try:
+            upgrade(writer)
+            b = BundleBuilder()
+            acct = b.account(name="Frozen Co")
+            token = b.token(b.user(acct))
+            b.initiative(acct, title="Support triage bot")
+            b.load(writer, now=datetime(2026, 3, 1, tzinfo=UTC))
+        finally:
+            writer.dispose()
+        yield server, token
+
+
+@pytest.fixture
+def served() -> Iterator[list[RunningServer]]:
+    running: list[RunningServer] = []
+    yield running
+    for server in running:
+        server.stop()
+
+
+def _messages(records: list[Any]) -> list[str]:
+    return [record.getMessage() for record in records]
+
+
+@pytest.mark.postgresql
+def test_a_frozen_database_is_answered_503_and_served_again_once_it_thaws(
+    postgres: tuple[OwnPostgres, str], served: list[RunningServer]
+) -> None:
+    database, token = postgres
+    server = RunningServer(
+        Settings(database_url=database.url, statement_timeout_ms=STATEMENT_TIMEOUT_MS)
+    )
+    served.append(server)
+    page = "/api/v1/initiatives"
+    with logged("airoi.db") as records, httpx.Client(base_url=server.base_url) as http:
+        assert http.get(page, headers=bearer(token), timeout=10).status_code == 200
+        with frozen(database.postmaster_pid, with_children=True):
+            # Without a deadline of the client's own this waited for as long as the freeze.
+            _assert_503(http.get(page, headers=bearer(token), timeout=FIRST_ANSWER_BOUND_S))
+            for _ in range(5):
+                _assert_503(http.get(page, headers=bearer(token), timeout=LATER_ANSWER_BOUND_S))
+            _assert_503(http.get("/readyz", timeout=LATER_ANSWER_BOUND_S))
+            assert http.get("/healthz", timeout=LATER_ANSWER_BOUND_S).status_code == 200
+        deadline = time.monotonic() + RECOVERY_BOUND_S
+        while (status := http.get(page, headers=bearer(token), timeout=10).status_code) != 200:
+            assert status == 503
+            assert time.monotonic() < deadline, "still 503 long after the database thawed"
+            time.sleep(0.2)
+        assert http.get("/readyz", timeout=10).status_code == 200
+    # One line when it went, one when it came back: not one per request.
+    messages = _messages(records)
+    assert len(messages) == 2, messages
+    assert "did not answer in time" in messages[0]
+    assert "answers again" in messages[1]
+
+
+def test_a_frozen_rate_limit_store_is_counted_in_memory_then_in_it_again(
+    db_url: str, served: list[RunningServer]
+) -> None:
+    from airoi.db.engine import make_engine as writer_of
+
+    b = BundleBuilder()
+    token = b.token(b.user(b.account()))
+    writer = writer_of(db_url)
+    b.load(writer, now=datetime(2026, 3, 1, tzinfo=UTC))
+    writer.dispose()
+    with own_redis() as (redis_url, redis_server):
+        server = RunningServer(
+            Settings(database_url=db_url, rate_limit="3/hour", redis_url=redis_url)
+        )
+        served.append(server)
+        page = "/api/v1/initiatives"
+        with logged("airoi.ratelimit") as records, httpx.Client(base_url=server.base_url) as http:
+
+            def remaining() -> tuple[int, str]:
+                response = http.get(page, headers=bearer(token), timeout=LATER_ANSWER_BOUND_S)
+                return response.status_code, response.headers.get("ratelimit-remaining", "")
+
+            assert remaining() == (200, "2")  # counted in Redis: 1 of 3
+            with frozen(redis_server.pid):
+                # Counted in this process meanwhile, afresh: the limit still holds.
+                assert [remaining() for _ in range(4)] == [
+                    (200, "2"),
+                    (200, "1"),
+                    (200, "0"),
+                    (429, "0"),
+                ]
+                for _ in range(5):
+                    assert http.get("/healthz", timeout=LATER_ANSWER_BOUND_S).status_code == 200
+            # Once the store is asked again (after STORE_RETRY_S), the count is Redis' again:
+            # the requests counted in memory meanwhile are not in it (the one that timed out
+            # may be: it reached the store's socket before the freeze).
+            deadline = time.monotonic() + STORE_RETRY_S + RECOVERY_BOUND_S
+            answer = remaining()
+            while not any("answers again" in m for m in _messages(records)):
+                assert time.monotonic() < deadline, "Redis was never asked again"
+                time.sleep(0.2)
+                answer = remaining()
+            store = redis.Redis.from_url(redis_url, socket_timeout=5)
+            [key] = store.keys("*")
+            assert int(store.get(key) or 0) in {2, 3}
+            assert answer == (200, str(3 - int(store.get(key) or 0)))
+    messages = _messages(records)
+    assert len(messages) == 2, messages
+    assert "not answering (TimeoutError)" in messages[0]
+    assert "answers again" in messages[1]
