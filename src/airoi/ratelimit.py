@@ -111,8 +111,11 @@ class RateLimiter:
         else:
             self.local = LocalWindows()
 
-    def hit(self, token_hash: str) -> Standing | None:
-        """Count one request of the token; None when the counter store cannot be reached.
+    def hit(
+        self, token_hash: str, *, where: str = "", request_id: str | None = None
+    ) -> Standing | None:
+        """Count one request of the token; None when the counter store cannot be reached
+        (logged by its class, with the route and request id of `where` and `request_id`).
 
         In Redis, the fixed window of `limits`' FixedWindowRateLimiter, with the count the
         increment returns used as it is: two calls to the store (two Redis round trips),
@@ -128,7 +131,9 @@ class RateLimiter:
             reset_at = self.storage.get_expiry(key)
         except StorageError as exc:
             logger.warning(
-                "rate limit store unreachable, request not counted: %s",
+                "rate limit store unreachable on %s (request %s), request not counted: %s",
+                where or "-",
+                request_id,
                 type(exc.storage_error).__name__,
             )
             return None

@@ -9,11 +9,12 @@ With `statement_timeout_ms`, a statement running longer is cut (PostgreSQL
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 # How many SQLite virtual-machine steps run between two looks at the clock.
@@ -61,6 +62,33 @@ def make_engine(
     return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
 
 
+def close_or_discard(connection: Connection) -> Exception | None:
+    """Return `connection` to the pool; if that fails, discard it. Never raises.
+
+    Closing rolls the connection's transaction back, which fails when its server has gone
+    (a backend terminated, a restart): the connection is then invalidated, so the pool
+    drops it and opens a new one when next asked. The failure is returned for the caller
+    to log: what was read through the connection before stands.
+    """
+    try:
+        if not connection.closed and not connection.invalidated:
+            proxied = connection.connection
+            if not connection.in_transaction():
+                # Statements run on the driver (airoi.db.prepared) leave the driver's own
+                # transaction open: ended here, so that a failure to end it is the caller's
+                # to log (the pool's own rollback would log it with the driver's text).
+                disarm_deadline(proxied.info)
+                proxied.driver_connection.rollback()  # type: ignore[union-attr]
+        connection.close()
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            connection.invalidate()
+        with contextlib.suppress(Exception):
+            connection.close()
+        return exc
+    return None
+
+
 class _Deadline:
     """When the running statement on one SQLite connection is to be interrupted."""
 
@@ -87,6 +115,13 @@ def arm_deadline(info: dict[Any, Any]) -> None:
         deadline.arm()
 
 
+def disarm_deadline(info: dict[Any, Any]) -> None:
+    """No deadline for what runs next on the connection (ending its transaction)."""
+    deadline = info.get(_DEADLINE)
+    if deadline is not None:
+        deadline.disarm()
+
+
 def _install_sqlite_timeout(dbapi_conn: Any, record: Any, seconds: float) -> None:
     """A progress handler interrupting the running statement once its deadline has passed."""
     deadline = record.info[_DEADLINE] = _Deadline(seconds)
@@ -107,6 +142,4 @@ def _arm_sqlite_timeout(engine: Engine) -> None:
     @event.listens_for(engine, "reset")
     def _disarm(_dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
         # The pool's own rollback on return must never be interrupted.
-        deadline = record.info.get(_DEADLINE)
-        if deadline is not None:
-            deadline.disarm()
+        disarm_deadline(record.info)
