@@ -32,6 +32,7 @@ from tests.servers import RunningServer
 from tests.test_health import slow_query
 from tests.tools.world import World, build_world
 
+MODERN = "2026-07-28"  # the SDK's single-exchange protocol revision
 MCP_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
@@ -119,17 +120,30 @@ def on_checkout(engine: Engine, admin: Engine, nth: int) -> Callable[[], None]:
     return lambda: event.remove(engine, "checkout", checkout)
 
 
-def call_tool(server: RunningServer, token: str, name: str, **arguments: Any) -> httpx.Response:
+def call_tool(
+    server: RunningServer, token: str, name: str, version: str | None = None, **arguments: Any
+) -> httpx.Response:
+    """A tools/call POSTed to /mcp, under protocol `version` (the SDK's default if None)."""
     body = {
         "jsonrpc": "2.0",
         "id": 7,
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments},
     }
+    if version == MODERN:  # a self-contained request: the envelope rides in _meta
+        body["params"]["_meta"] = {  # type: ignore[index]
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
     return httpx.post(
         f"{server.base_url}/mcp",
         content=json.dumps(body),
-        headers={**bearer(token), **MCP_HEADERS},
+        headers={
+            **bearer(token),
+            **MCP_HEADERS,
+            **({"mcp-protocol-version": version} if version else {}),
+            **({"mcp-method": "tools/call", "mcp-name": name} if version == MODERN else {}),
+        },
         timeout=30,
     )
 
@@ -250,8 +264,13 @@ def test_a_backend_terminated_under_a_tool_is_an_http_503(
     assert not tool_result(call_tool(server, world.token_a, name, **arguments)).get("isError")
 
 
+@pytest.mark.parametrize("version", [None, "2025-06-18", MODERN])
 def test_a_statement_cut_under_a_tool_is_an_http_503(
-    db_url: str, world: World, logged: list[str], monkeypatch: pytest.MonkeyPatch
+    db_url: str,
+    world: World,
+    logged: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    version: str | None,
 ) -> None:
     # SQLite's way of a database failing under a tool: the statement timeout interrupts it.
     real = airoi.tools.server.service.initiative_list
@@ -263,13 +282,14 @@ def test_a_statement_cut_under_a_tool_is_an_http_503(
     monkeypatch.setattr(airoi.tools.server.service, "initiative_list", slow)
     server = RunningServer(Settings(database_url=db_url, statement_timeout_ms=100))
     try:
-        response = call_tool(server, world.token_a, "list_initiatives")
+        response = call_tool(server, world.token_a, "list_initiatives", version)
         assert_503(response)
         assert "longer than the service allows" in response.json()["error"]["message"]
         assert any(
             m.startswith("database unavailable on /mcp tool list_initiatives") for m in logged
         )
         monkeypatch.setattr(airoi.tools.server.service, "initiative_list", real)
-        assert not tool_result(call_tool(server, world.token_a, "list_initiatives")).get("isError")
+        answered = tool_result(call_tool(server, world.token_a, "list_initiatives", version))
+        assert not answered.get("isError")
     finally:
         server.stop()

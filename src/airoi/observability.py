@@ -287,6 +287,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
                 await send_with_headers(_error_body(error, context.request_id))
         finally:
             context.release()
+            context.scope = None  # no cycle through the scope: freed by reference counting
             seconds = time.perf_counter() - started
             route, path = asked(scope)
             method = context.method if context.method in _METHODS else "other"
