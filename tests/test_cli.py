@@ -383,6 +383,16 @@ def test_serve_refuses_a_store_of_an_older_schema_and_names_the_fix(tmp_path: Pa
     assert "Traceback" not in refused.stderr
 
 
+def test_serve_refuses_a_file_that_is_not_a_store_in_one_line(tmp_path: Path) -> None:
+    # SEMANTICS R15: the driver's error was raised with its SQL, as a traceback.
+    (tmp_path / "cli.db").write_bytes(b"no SQLite header here " * 50)
+    refused = airoi(tmp_path, "serve", "--port", "1", check=False)
+    assert refused.returncode == 1
+    assert "The store cannot be read" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "SELECT" not in refused.stderr and "alembic_version" not in refused.stderr
+
+
 @pytest.mark.parametrize("command", [["demo", "--serve"], ["serve"]])
 def test_a_port_in_use_is_named_before_anything_is_loaded_or_printed(
     tmp_path: Path, command: list[str]

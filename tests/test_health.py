@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
-from sqlalchemy import Connection, text, update
+from sqlalchemy import Connection, event, text, update
 from sqlalchemy.engine import make_url
 
 import airoi.app
@@ -282,3 +282,125 @@ def test_a_sum_past_64_bits_on_sqlite_is_a_500_not_a_database_away(
     response = client.get("/api/v1/roi", headers=bearer(token))
     assert response.status_code == 500
     assert set(response.json()["error"]) == {"status", "message", "request_id"}
+
+
+@pytest.fixture
+def scratch_url(db_url: str, tmp_path: Any) -> Iterator[str]:
+    """A migrated store of `db_url`'s kind of its own, for a test that breaks it."""
+    import uuid
+
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    if db_url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path / 'scratch.db'}"
+        writer = make_engine(url)
+        upgrade(writer)
+        writer.dispose()
+        yield url
+        return
+    admin = make_engine(db_url)
+    name = f"airoi_scratch_{uuid.uuid4().hex[:12]}"
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(db_url).set(database=name).render_as_string(hide_password=False)
+    writer = make_engine(url)
+    upgrade(writer)
+    writer.dispose()
+    yield url
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def test_readyz_reads_through_the_serving_engine_and_healthz_touches_nothing(
+    db_url: str, app_client: Any
+) -> None:
+    client = app_client(Settings(database_url=db_url))
+    engine = client.app.state.engine
+    checkouts: list[int] = []
+    event.listen(engine, "checkout", lambda *_: checkouts.append(1))
+    assert client.get("/healthz").status_code == 200
+    assert checkouts == []  # no dependency behind liveness
+    assert client.get("/readyz").status_code == 200
+    assert checkouts == [1]  # one connection of the serving pool, as a request holds one
+    assert engine.pool.checkedout() == 0
+
+
+@pytest.mark.parametrize("table", ["tokens", "accounts"])
+def test_a_store_missing_a_table_is_not_ready(
+    scratch_url: str, app_client: Any, table: str
+) -> None:
+    from airoi.db.engine import make_engine
+
+    client = app_client(Settings(database_url=scratch_url))
+    assert client.get("/readyz").status_code == 200
+    writer = make_engine(scratch_url)
+    with writer.begin() as conn:
+        cascade = " CASCADE" if writer.dialect.name == "postgresql" else ""
+        conn.execute(text(f"DROP TABLE {table}{cascade}"))
+    writer.dispose()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("airoi")
+    logger.addHandler(handler)
+    try:
+        response = client.get("/readyz")
+    finally:
+        logger.removeHandler(handler)
+    assert_503(response)  # it was 200: SELECT 1 reads no table
+    request_id = response.headers["x-request-id"]
+    lines = [r.getMessage() for r in records if r.name == "airoi"]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"store cannot be read on /readyz (request {request_id}): ") or (
+        lines[0].startswith(f"database unavailable on /readyz (request {request_id}): ")
+    )
+    assert table not in lines[0]  # the class alone, never the driver's text (SEMANTICS R15)
+
+
+def test_a_sqlite_file_that_is_not_a_database_is_not_ready(tmp_path: Any, app_client: Any) -> None:
+    path = tmp_path / "airoi.db"
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    writer = make_engine(f"sqlite:///{path}")
+    upgrade(writer)
+    writer.dispose()
+    client = app_client(Settings(database_url=f"sqlite:///{path}"))
+    assert client.get("/readyz").status_code == 200
+    client.app.state.engine.dispose()  # a new connection reads the file as it now is
+    with path.open("r+b") as store:
+        store.write(b"this is no SQLite header" * 8)
+    assert_503(client.get("/readyz"))  # it was 200: SQLite opens a file lazily
+
+
+def test_a_sqlite_store_in_a_directory_that_cannot_be_written_is_not_ready(
+    tmp_path: Any, app_client: Any
+) -> None:
+    # A store in WAL mode is read through files beside it (-shm, -wal) that SQLite creates:
+    # in a directory it cannot write, every request was 503 and /readyz said 200.
+    import subprocess
+
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    directory = tmp_path / "store"
+    directory.mkdir()
+    url = f"sqlite:///{directory / 'airoi.db'}"
+    writer = make_engine(url)
+    upgrade(writer)
+    writer.dispose()
+    for leftover in directory.glob("airoi.db-*"):
+        leftover.unlink()
+    # Read-only even for root: an immutable directory (chattr), where the file system has it.
+    immutable = subprocess.run(["chattr", "+i", str(directory)], check=False, capture_output=True)
+    if immutable.returncode:
+        pytest.skip("this file system cannot make a directory immutable (chattr +i)")
+    try:
+        client = app_client(Settings(database_url=url))
+        assert_503(client.get("/api/v1/initiatives", headers=bearer("airoi_" + "x" * 43)))
+        assert_503(client.get("/readyz"))
+        assert client.get("/healthz").status_code == 200
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], check=True)

@@ -9,7 +9,6 @@ import gc
 import logging
 import re
 import sys
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Union, cast
@@ -53,7 +52,14 @@ from airoi.conditional import conditional_get
 from airoi.db.engine import make_engine
 from airoi.db.migrate import require_current_schema
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
-from airoi.health import database_failure, healthz, readyz
+from airoi.failures import (
+    FAILED_MESSAGE,
+    database_failure,
+    failure_class,
+    log_failure,
+    redact_library_logs,
+)
+from airoi.health import healthz, readyz
 from airoi.observability import (
     Metrics,
     access_log,
@@ -119,7 +125,9 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
         # Keyed by the token's hash, never the token (SEMANTICS R15).
-        standing = await limiter.hit(hash_token(secret))
+        standing = await limiter.hit(
+            hash_token(secret), where=context.route(), request_id=context.request_id
+        )
         context.response_headers.update(standing.headers())
         if not standing.allowed:
             wait = standing.seconds_to_reset()
@@ -193,34 +201,15 @@ def handle_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Er
         message = _STATUS_MESSAGES.get(status) or (exc.detail if status < 500 else "")
         message = message or "The request could not be served."
         return error_response(status, message, headers, request_id)
-    # SEMANTICS R15: the route asked, not the path as sent (a token can be pasted into a path).
+    # SEMANTICS R15: the route asked, not the path as sent (a token can be pasted into a path);
+    # the failure's class, never its text, which can carry bound values (a token hash, a row).
     route, path = asked(request.scope)  # type: ignore[arg-type]
-    where_asked = path or route
-    unavailable = database_failure(exc)
+    unavailable = log_failure(exc, path or route, request_id)
     if unavailable is not None:
-        # A fault of the database, not of this code: one line, no traceback, no SQL.
-        log.warning(
-            "database unavailable on %s (request %s): %s",
-            where_asked,
-            request_id,
-            type(getattr(exc, "orig", None) or exc).__name__,
-        )
         return error_response(
             unavailable.status, unavailable.message, unavailable.headers, request_id
         )
-    # SEMANTICS R15: an exception's message can carry bound values (a token hash, a row), so
-    # the log gets its class and where it was raised, never its text.
-    where = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)))
-    log.error(
-        "unhandled %s on %s (request %s)\n%s",
-        type(exc).__name__,
-        where_asked,
-        request_id,
-        where,
-    )
-    return error_response(
-        500, "The service failed to answer; the error has been logged.", request_id=request_id
-    )
+    return error_response(500, FAILED_MESSAGE, request_id=request_id)
 
 
 @dataclass(frozen=True)
@@ -458,6 +447,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         ),
         debug=False,
     )
+    redact_library_logs()  # once the engine and the tool server have made their loggers
     conditional_get(app, f"{API_PREFIX}/")  # inside HEAD-as-GET, so HEAD gets GET's ETag
     only_get_and_head(app)
     observe(app, metrics)  # outermost: sees every answer, including HEAD and 405
@@ -485,13 +475,21 @@ def app_from_env() -> Litestar:
 def serving_schema_check(engine: Engine) -> None:
     """Refuse to serve a store of another schema revision: SQLite's datetime text changed in
     0002, and an older store would be served misread. A store that cannot be reached yet is
-    served 503 until it can (SPEC 7), not refused."""
+    served 503 until it can (SPEC 7), not refused. Either is logged by its class alone
+    (SEMANTICS R15): the refusal's exception carries no statement and no driver text."""
     try:
         require_current_schema(engine)
     except DBAPIError as exc:
         if database_failure(exc) is None:
-            raise
-        logging.getLogger("airoi").warning(
+            log.error("the store cannot be read at start: %s", failure_class(exc))
+            raise StoreUnreadable(
+                "The store cannot be read; check AIROI_DATABASE_URL and run `airoi init`."
+            ) from None
+        log.warning(
             "the store cannot be reached at start (%s); its schema is not checked",
-            type(exc.orig or exc).__name__,
+            failure_class(exc),
         )
+
+
+class StoreUnreadable(Exception):
+    """The store answers, but not as an airoi store: the service is not started."""

@@ -357,7 +357,7 @@ def token_revoke(
 
 def _require_current_schema(settings: Settings) -> None:
     """A store of another schema revision stops `serve` with the command that migrates it."""
-    from airoi.app import serving_schema_check
+    from airoi.app import StoreUnreadable, serving_schema_check
     from airoi.db.engine import make_engine
     from airoi.db.migrate import SchemaOutOfDate
 
@@ -368,7 +368,7 @@ def _require_current_schema(settings: Settings) -> None:
     )
     try:
         serving_schema_check(engine)
-    except SchemaOutOfDate as exc:
+    except (SchemaOutOfDate, StoreUnreadable) as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     finally:

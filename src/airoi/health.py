@@ -1,7 +1,10 @@
 """Liveness and readiness, outside /api/v1 and without a token.
 
-`GET /healthz` says the process answers (no database). `GET /readyz` says the
-database answers too: 200, or 503 with the SPEC 7 body and Retry-After.
+`GET /healthz` says the process answers: it touches no database and no counter store.
+`GET /readyz` says the store can be read the way requests read it: a real table, through a
+connection of the serving engine held as a request holds it. 200, or 503 with the SPEC 7
+body and Retry-After when the store is away, too slow, or cannot be read (a file that is
+not a database, a table missing), each logged as the API logs a failure (SEMANTICS R15).
 """
 
 from __future__ import annotations
@@ -10,23 +13,34 @@ from typing import Any
 
 import msgspec
 from litestar import Request, get
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 
-from airoi.errors import ApiError
+from airoi.db.tables import accounts, tokens, users
+from airoi.failures import (
+    RETRY_AFTER_SECONDS,
+    database_failure,
+    database_unavailable,
+    log_unreadable,
+)
+from airoi.observability import asked, held_context
 
 HEALTHZ_PATH = "/healthz"
 READYZ_PATH = "/readyz"
-RETRY_AFTER_SECONDS = 5
+
+# What every API request reads first: a token, its user and their account (one row at most;
+# never the hash).
+_READINESS = (
+    select(tokens.c.user_id, accounts.c.id)
+    .join(users, users.c.id == tokens.c.user_id)
+    .join(accounts, accounts.c.id == users.c.account_id)
+    .limit(1)
+)
 
 
 class Health(msgspec.Struct):
     status: str
-
-
-def database_unavailable(message: str) -> ApiError:
-    return ApiError(503, message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 @get(HEALTHZ_PATH, opt={"public": True}, include_in_schema=False, sync_to_thread=False)
@@ -38,28 +52,23 @@ def healthz() -> Health:
 def readyz(request: Request[Any, Any, Any]) -> Health:
     # In a worker thread: an unreachable server takes up to the connect timeout.
     engine: Engine = request.app.state.engine
-    with engine.connect() as conn:
-        conn.execute(text("SELECT 1"))
+    context = held_context(request.scope)  # type: ignore[arg-type]
+    try:
+        context.hold(engine).execute(_READINESS).all()
+    except (DBAPIError, SATimeoutError) as exc:
+        route, _ = asked(request.scope)  # type: ignore[arg-type]
+        raise log_unreadable(exc, route, context.request_id) from None
+    finally:
+        context.release()
     return Health(status="ready")
 
 
-def database_failure(exc: Exception) -> ApiError | None:
-    """A 503 for a database that is away or too slow; None for any other error.
-
-    Only class names are looked at and logged: the statement and its parameters
-    (a token hash among them) never reach a log line (SEMANTICS R15).
-    """
-    if isinstance(exc, SATimeoutError):  # no pooled connection came free in time
-        return database_unavailable("The database is busy; try again shortly.")
-    if not isinstance(exc, OperationalError | InterfaceError):
-        return None
-    cause = exc.orig
-    if type(cause).__name__ == "QueryCanceled" or str(cause) == "interrupted":
-        return database_unavailable(
-            "The request took longer than the service allows; try again shortly."
-        )
-    if "readonly" in str(cause) or "read-only" in str(cause):  # a write attempt is a bug: 500
-        return None
-    if str(cause) == "integer overflow":  # SQLite: a sum past 64 bits, not a database away: 500
-        return None
-    return database_unavailable("The database cannot be reached right now; try again shortly.")
+__all__ = [
+    "HEALTHZ_PATH",
+    "READYZ_PATH",
+    "RETRY_AFTER_SECONDS",
+    "database_failure",
+    "database_unavailable",
+    "healthz",
+    "readyz",
+]

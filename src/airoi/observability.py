@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 from litestar import Litestar, Request, get
 
+from airoi.db.engine import close_or_discard
+from airoi.errors import ApiError, ErrorBody, ErrorDetail
+from airoi.failures import FAILED_MESSAGE, log_discarded, log_failure
 from airoi.tokens import SECRET_MIN_LENGTH
 
 if TYPE_CHECKING:
@@ -67,6 +70,11 @@ class RequestContext:
     # is sent (or when the request ends, whichever is first), so it is never held while
     # the answer waits on a slow client.
     connection: Connection | None = None
+    # The request's scope, whose route template names the request in a log line.
+    scope: Scope | None = field(default=None, repr=False)
+    # Set by a layer that answers 200 inside a protocol of its own (the tool endpoint) when
+    # the database failed under it: the answer is this 503 instead (SPEC 7).
+    unavailable: ApiError | None = None
 
     def hold(self, engine: Engine) -> Connection:
         if self.connection is None:
@@ -74,9 +82,21 @@ class RequestContext:
         return self.connection
 
     def release(self) -> None:
+        """Return the request's connection; one that fails to go back is discarded and
+        logged, and whatever was answered from it stands. Never raises."""
         connection, self.connection = self.connection, None
-        if connection is not None:
-            connection.close()
+        if connection is None:
+            return
+        failure = close_or_discard(connection)
+        if failure is not None:
+            log_discarded(failure, self.route(), self.request_id)
+
+    def route(self) -> str:
+        """The route template asked (the path, when it is in its route's form)."""
+        if self.scope is None:
+            return UNMATCHED_ROUTE
+        route, path = asked(self.scope)
+        return path or route
 
 
 def request_context(scope: MutableMapping[str, Any]) -> RequestContext | None:
@@ -234,14 +254,16 @@ def observe(app: Litestar, metrics: Metrics) -> None:
         if scope["type"] != "http":
             await inner(scope, receive, send)
             return
-        context = RequestContext(request_id=_request_id(scope), method=scope["method"])
+        context = RequestContext(request_id=_request_id(scope), method=scope["method"], scope=scope)
         scope[SCOPE_KEY] = context
         started = time.perf_counter()
         status = 500
+        answered = False
 
         async def send_with_headers(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered
             if message["type"] == "http.response.start":
+                answered = True
                 context.release()
                 status = message["status"]
                 extra = [(REQUEST_ID_HEADER.lower(), context.request_id)]
@@ -254,8 +276,18 @@ def observe(app: Litestar, metrics: Metrics) -> None:
 
         try:
             await inner(scope, receive, send_with_headers)
+        except Exception as exc:
+            # What got past the app's error handler (a failure while the answer was being
+            # sent): logged by the one rule, never handed to the server, which would log its
+            # text with a traceback and answer a plain-text 500 (SEMANTICS R15).
+            unavailable = log_failure(exc, context.route(), context.request_id)
+            if not answered:
+                error = unavailable or ApiError(500, FAILED_MESSAGE)
+                await send_with_headers(_error_start(error))
+                await send_with_headers(_error_body(error, context.request_id))
         finally:
             context.release()
+            context.scope = None  # no cycle through the scope: freed by reference counting
             seconds = time.perf_counter() - started
             route, path = asked(scope)
             method = context.method if context.method in _METHODS else "other"
@@ -273,6 +305,17 @@ def observe(app: Litestar, metrics: Metrics) -> None:
             )
 
     app.asgi_handler = cast(Any, handler)
+
+
+def _error_start(error: ApiError) -> Message:
+    headers = [(name.lower().encode(), value.encode()) for name, value in error.headers.items()]
+    headers.append((b"content-type", b"application/json"))
+    return {"type": "http.response.start", "status": error.status, "headers": headers}
+
+
+def _error_body(error: ApiError, request_id: str) -> Message:
+    detail = ErrorDetail(status=error.status, message=error.message, request_id=request_id)
+    return {"type": "http.response.body", "body": msgspec.json.encode(ErrorBody(error=detail))}
 
 
 @get(

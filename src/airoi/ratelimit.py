@@ -133,8 +133,12 @@ class RateLimiter:
             self.storage = storage
             self._threads = ThreadPoolExecutor(_STORE_THREADS, thread_name_prefix="airoi-ratelimit")
 
-    async def hit(self, token_hash: str) -> Standing:
-        """Count one request of the token: in Redis when it is set and answers, else here.
+    async def hit(
+        self, token_hash: str, *, where: str = "", request_id: str | None = None
+    ) -> Standing:
+        """Count one request of the token: in Redis when it is set and answers, else here
+        (an outage logged once, by its class, with the route and request id of `where` and
+        `request_id` of the request that met it).
 
         In Redis, the fixed window of `limits`' FixedWindowRateLimiter, with the count the
         increment returns used as it is: two calls to the store (two Redis round trips),
@@ -155,7 +159,7 @@ class RateLimiter:
                 raise TimeoutError
             count, reset_at = asked.result()
         except (StorageError, TimeoutError) as exc:
-            self._store_failed(exc)
+            self._store_failed(exc, where, request_id)
             return self.hit_here(token_hash)
         if asking_again:
             self._store_answered()
@@ -183,7 +187,7 @@ class RateLimiter:
         self._asking_again = True
         return True
 
-    def _store_failed(self, exc: Exception) -> None:
+    def _store_failed(self, exc: Exception, where: str, request_id: str | None) -> None:
         self._asking_again = False
         self._retry_at = time.monotonic() + self._retry_s
         if self._away:
@@ -192,7 +196,10 @@ class RateLimiter:
         self.outages += 1
         cause = exc.storage_error if isinstance(exc, StorageError) else exc
         logger.warning(
-            "rate limit store not answering (%s); counting in this process's memory meanwhile",
+            "rate limit store unreachable on %s (request %s), not answering (%s); counting in "
+            "this process's memory meanwhile",
+            where or "-",
+            request_id,
             type(cause).__name__,
         )
 

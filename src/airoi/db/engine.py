@@ -27,6 +27,7 @@ A setting given in the URL's query (`?keepalives_idle=60`) wins over these defau
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -35,7 +36,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
@@ -109,7 +110,7 @@ def make_engine(
 def _driver_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
     """psycopg's classes, imported where PostgreSQL is used: the refusal and deadline
     errors are the driver's `OperationalError`, so SQLAlchemy wraps them as it wraps the
-    driver's own and the app answers them 503 (`airoi.health.database_failure`)."""
+    driver's own and the app answers them 503 (`airoi.failures.database_failure`)."""
     import psycopg
 
     class DatabaseNotAnswering(psycopg.OperationalError):
@@ -222,6 +223,8 @@ def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -
         """Refuses a checkout at once while the database is taken as away."""
 
         breaker = guard  # a class attribute: the pool a dispose makes keeps it
+        # Logged as SQLAlchemy's pool, so the log rule (airoi.failures) covers its records.
+        _sqla_logger_namespace = "sqlalchemy.pool.impl.QueuePool"
 
         def connect(self) -> PoolProxiedConnection:
             if guard.away:
@@ -255,6 +258,33 @@ def breaker_of(engine: Engine) -> DatabaseBreaker | None:
     return getattr(engine.pool, "breaker", None)
 
 
+def close_or_discard(connection: Connection) -> Exception | None:
+    """Return `connection` to the pool; if that fails, discard it. Never raises.
+
+    Closing rolls the connection's transaction back, which fails when its server has gone
+    (a backend terminated, a restart): the connection is then invalidated, so the pool
+    drops it and opens a new one when next asked. The failure is returned for the caller
+    to log: what was read through the connection before stands.
+    """
+    try:
+        if not connection.closed and not connection.invalidated:
+            proxied = connection.connection
+            if not connection.in_transaction():
+                # Statements run on the driver (airoi.db.prepared) leave the driver's own
+                # transaction open: ended here, so that a failure to end it is the caller's
+                # to log (the pool's own rollback would log it with the driver's text).
+                disarm_deadline(proxied.info)
+                proxied.driver_connection.rollback()  # type: ignore[union-attr]
+        connection.close()
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            connection.invalidate()
+        with contextlib.suppress(Exception):
+            connection.close()
+        return exc
+    return None
+
+
 class _Deadline:
     """When the running statement on one SQLite connection is to be interrupted."""
 
@@ -281,6 +311,13 @@ def arm_deadline(info: dict[Any, Any]) -> None:
         deadline.arm()
 
 
+def disarm_deadline(info: dict[Any, Any]) -> None:
+    """No deadline for what runs next on the connection (ending its transaction)."""
+    deadline = info.get(_DEADLINE)
+    if deadline is not None:
+        deadline.disarm()
+
+
 def _install_sqlite_timeout(dbapi_conn: Any, record: Any, seconds: float) -> None:
     """A progress handler interrupting the running statement once its deadline has passed."""
     deadline = record.info[_DEADLINE] = _Deadline(seconds)
@@ -301,6 +338,4 @@ def _arm_sqlite_timeout(engine: Engine) -> None:
     @event.listens_for(engine, "reset")
     def _disarm(_dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
         # The pool's own rollback on return must never be interrupted.
-        deadline = record.info.get(_DEADLINE)
-        if deadline is not None:
-            deadline.disarm()
+        disarm_deadline(record.info)

@@ -19,6 +19,12 @@ The transport's own refusals before any JSON-RPC (a Content-Type that is not JSO
 or Origin the DNS-rebinding check refuses, a body over its size) are plain text; they are
 sent as the error body of SPEC 7 instead, with the request id, under the same status.
 Every other answer is left alone.
+
+`UnavailableAs503` answers a call the database failed under (a connection lost, a server
+away, a statement cut) with HTTP 503, Retry-After and the SPEC 7 body, in place of the 200
+carrying an isError result: a tool error is final to a client, a 503 says to try again.
+The tool marks the request's context (`RequestContext.unavailable`) before the transport,
+which in JSON-response mode sends its answer once the call is done, starts the answer.
 """
 
 from __future__ import annotations
@@ -96,6 +102,46 @@ class FixedTransportErrors:
             await send({"type": "http.response.body", "body": body})
 
         await self.app(scope, receive, holding(send, _HELD, send_fixed))
+
+
+class UnavailableAs503:
+    """ASGI wrapper: the answer of a request whose context was marked unavailable is its 503."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        context = request_context(scope)
+        replaced = False
+
+        async def send_or_replace(message: Message) -> None:
+            nonlocal replaced
+            unavailable = context.unavailable if context is not None else None
+            if message["type"] == "http.response.start" and unavailable is not None:
+                replaced = True
+                detail = ErrorDetail(
+                    status=unavailable.status,
+                    message=unavailable.message,
+                    request_id=context.request_id if context else None,
+                )
+                body = msgspec.json.encode(ErrorBody(error=detail))
+                headers = [(k.lower().encode(), v.encode()) for k, v in unavailable.headers.items()]
+                headers.append((b"content-type", b"application/json"))
+                headers.append((b"content-length", str(len(body)).encode()))
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": unavailable.status,
+                        "headers": headers,
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+            if replaced:  # the transport's own answer, replaced: not sent
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_or_replace)
 
 
 def _is_json(start: Message) -> bool:

@@ -9,8 +9,8 @@ request's scope. The session manager runs inside the Litestar lifespan.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import date
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -22,13 +22,22 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field, ValidationError
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from airoi import __version__
 from airoi.api.common import MAX_ID
 from airoi.auth import Principal
+from airoi.db.engine import close_or_discard
+from airoi.failures import log_discarded, log_failure
+from airoi.observability import RequestContext, request_context
 from airoi.settings import Settings
 from airoi.tools import search as search_module
 from airoi.tools import service
@@ -45,7 +54,7 @@ from airoi.tools.models import (
     SearchKind,
     SearchResult,
 )
-from airoi.tools.protocol_errors import FixedTransportErrors
+from airoi.tools.protocol_errors import FixedTransportErrors, UnavailableAs503
 
 MCP_PATH = "/mcp"
 # SEMANTICS R30: the methods /mcp answers. Stateless, the SDK gives no session to end
@@ -88,20 +97,49 @@ class AccountToolServer(MCPServer[Any]):
             # protocol error, -32602; the SDK answered it as a tool result. The name sent is
             # not repeated (SEMANTICS R15: no input echoed in a protocol error).
             raise MCPError(INVALID_PARAMS, "Unknown tool")
+        # Every failure is answered here rather than raised to the SDK, which logs a crash
+        # with its traceback (the statement, its parameters, the driver's text) and a
+        # refusal with its text (the caller's input): SEMANTICS R15.
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
-            # The cause is logged by the SDK; the caller learns only that it failed.
-            raise UnexpectedToolError(
-                "The tool failed to answer; the error has been logged."
-            ) from exc.__cause__
+            return self._failed(exc.__cause__ or exc, name, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                raise ToolRefusal(validation_sentence(cause, argument_names(tool))) from cause
+                return refusal(validation_sentence(cause, argument_names(tool)))
             if isinstance(cause, ToolRefusal):
-                raise ToolRefusal(str(cause)) from cause
-            raise
+                return refusal(str(cause))
+            return refusal(str(exc))
+
+    @staticmethod
+    def _failed(exc: BaseException, name: str, context: Context[Any] | None) -> CallToolResult:
+        """Log a tool's failure as the API logs one; a database failure makes the HTTP
+        answer a 503 with Retry-After (the caller may retry), not a final tool error."""
+        request = _request_of(context)
+        where = f"{MCP_PATH} tool {name}"
+        unavailable = log_failure(exc, where, request.request_id if request else None)
+        if unavailable is None:
+            # The caller learns only that it failed (SEMANTICS R27).
+            return refusal("The tool failed to answer; the error has been logged.")
+        if request is not None:
+            request.unavailable = unavailable  # UnavailableAs503 answers the POST with it
+        return refusal(unavailable.message)
+
+
+def refusal(sentence: str) -> CallToolResult:
+    """A tool's isError answer of one sentence, as the SDK makes one."""
+    return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
+
+
+def _request_of(context: Context[Any] | None) -> RequestContext | None:
+    """The HTTP request's context of a tool call (None for a call made in process)."""
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # no request context: a call made outside a session
+        return None
+    scope = getattr(request, "scope", None)
+    return request_context(scope) if isinstance(scope, dict) else None
 
 
 def principal_of(ctx: Context) -> Principal:
@@ -125,6 +163,22 @@ class AccountTools:
     def today(self) -> date:
         return self.settings.current_date()
 
+    @contextmanager
+    def reading(self, ctx: Context) -> Iterator[Connection]:
+        """A connection of the read-only engine for one call. When it fails to go back to
+        the pool after the answer is built (its server gone), it is discarded and logged,
+        and the answer stands."""
+        connection = self.engine.connect()
+        try:
+            yield connection
+        except BaseException:
+            close_or_discard(connection)  # the call failed already: that failure is logged
+            raise
+        failure = close_or_discard(connection)
+        if failure is not None:
+            request = _request_of(ctx)
+            log_discarded(failure, MCP_PATH, request.request_id if request else None)
+
     def get_roi_summary(
         self,
         ctx: Context,
@@ -147,7 +201,7 @@ class AccountTools:
         ] = "all",
     ) -> RoiSummary:
         principal = principal_of(ctx)
-        with self.engine.connect() as db:
+        with self.reading(ctx) as db:
             return service.roi_summary(
                 db, principal, window=window, initiative_id=initiative_id, today=self.today()
             )
@@ -175,7 +229,7 @@ class AccountTools:
         ] = LIST_INITIATIVES_DEFAULT,
     ) -> InitiativeListResult:
         principal = principal_of(ctx)
-        with self.engine.connect() as db:
+        with self.reading(ctx) as db:
             return service.initiative_list(db, principal, status=status, limit=limit)
 
     def get_initiative(
@@ -186,7 +240,7 @@ class AccountTools:
         ],
     ) -> InitiativeDetail:
         principal = principal_of(ctx)
-        with self.engine.connect() as db:
+        with self.reading(ctx) as db:
             return service.initiative_detail(
                 db, principal, initiative_id=initiative_id, today=self.today(), pages=self.pages
             )
@@ -212,12 +266,12 @@ class AccountTools:
         ] = None,
     ) -> SearchResult:
         principal = principal_of(ctx)
-        with self.engine.connect() as db:
+        with self.reading(ctx) as db:
             return search_module.search(db, principal, query=query, kinds=types, pages=self.pages)
 
     def list_integrations(self, ctx: Context) -> IntegrationListResult:
         principal = principal_of(ctx)
-        with self.engine.connect() as db:
+        with self.reading(ctx) as db:
             return service.integration_list(db, principal)
 
     def get_help_article(
@@ -248,7 +302,7 @@ class AccountTools:
         ],
     ) -> PlatformSetupGuide:
         principal = principal_of(ctx)
-        with self.engine.connect() as db:
+        with self.reading(ctx) as db:
             return service.platform_setup_guide(db, principal, platform=platform, pages=self.pages)
 
 
@@ -362,8 +416,9 @@ class McpEndpoint:
             json_response=True,
             transport_security=transport_security(settings),
         )
-        # SEMANTICS R15: the transport's own 400s carry a fixed message, not the client's input.
-        inner = FixedTransportErrors(self._app)
+        # SEMANTICS R15: the transport's own 400s carry a fixed message, not the client's input;
+        # a tool the database failed under answers 503 with Retry-After (SPEC 7).
+        inner = UnavailableAs503(FixedTransportErrors(self._app))
 
         @asgi(
             MCP_PATH,

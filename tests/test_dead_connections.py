@@ -1,0 +1,295 @@
+"""A connection that dies under a request, on the HTTP API and on /mcp, with uvicorn serving.
+
+Before the answer is built (the connection lost, the server away, a statement cut) the
+request is a 503 with Retry-After and the SPEC 7 body: on /mcp too, as an HTTP 503 the
+client may retry, not a tool error, which is final. After the answer is built, a failure
+to return the connection (its rollback on a server that has gone) never replaces the
+answer: the connection is discarded and the failure logged by its class.
+
+On PostgreSQL the connection's backend is terminated (`pg_terminate_backend`, from another
+connection) at the moment each case needs; on SQLite the driver connection is closed under
+the pool, or a statement is cut by the statement timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Connection, Engine, event, text
+
+import airoi.observability
+import airoi.tools.server
+from airoi.db.engine import make_engine
+from airoi.settings import Settings
+from tests.conftest import bearer
+from tests.servers import RunningServer
+from tests.test_health import slow_query
+from tests.tools.world import World, build_world
+
+MODERN = "2026-07-28"  # the SDK's single-exchange protocol revision
+MCP_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+}
+
+
+def terminate_backend(admin: Engine, pid: int) -> None:
+    """End PostgreSQL backend `pid` and wait until it is gone."""
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        assert conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar()
+        alive = text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid")
+        while conn.execute(alive, {"pid": pid}).scalar():
+            time.sleep(0.005)
+
+
+def kill(admin: Engine | None, driver_connection: Any) -> None:
+    """The driver connection's end: its backend terminated (PostgreSQL), or closed (SQLite)."""
+    if admin is not None:
+        terminate_backend(admin, driver_connection.info.backend_pid)
+    else:
+        driver_connection.close()
+
+
+@pytest.fixture
+def admin(db_url: str) -> Iterator[Engine | None]:
+    """A connection to the server outside the app's pool (PostgreSQL); None on SQLite."""
+    if not db_url.startswith("postgresql"):
+        yield None
+        return
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def server(db_url: str) -> Iterator[RunningServer]:
+    running = RunningServer(Settings(database_url=db_url))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def world(engine: Engine) -> World:
+    return build_world(engine)
+
+
+@pytest.fixture
+def logged() -> Iterator[list[str]]:
+    """Every message the `airoi` loggers write while the test runs."""
+    messages: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("airoi")
+    logger.addHandler(handler)
+    yield messages
+    logger.removeHandler(handler)
+
+
+def on_return(monkeypatch: pytest.MonkeyPatch, module: Any, admin: Engine | None) -> list[int]:
+    """Kill the next connection `module` hands back to the pool, just before it does."""
+    real = module.close_or_discard
+    killed: list[int] = []
+
+    def killing(connection: Connection) -> Exception | None:
+        if not killed:
+            killed.append(1)
+            kill(admin, connection.connection.driver_connection)
+        return real(connection)
+
+    monkeypatch.setattr(module, "close_or_discard", killing)
+    return killed
+
+
+def on_checkout(engine: Engine, admin: Engine, nth: int) -> Callable[[], None]:
+    """Terminate the backend of the `nth` connection checked out from now on (1 is the next),
+    once the pool has handed it over (after its pre-ping). Returns the undo."""
+    seen: list[int] = []
+
+    def checkout(driver_connection: Any, *_: Any) -> None:
+        seen.append(1)
+        if len(seen) == nth:
+            terminate_backend(admin, driver_connection.info.backend_pid)
+
+    event.listen(engine, "checkout", checkout)
+    return lambda: event.remove(engine, "checkout", checkout)
+
+
+def call_tool(
+    server: RunningServer, token: str, name: str, version: str | None = None, **arguments: Any
+) -> httpx.Response:
+    """A tools/call POSTed to /mcp, under protocol `version` (the SDK's default if None)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    if version == MODERN:  # a self-contained request: the envelope rides in _meta
+        body["params"]["_meta"] = {  # type: ignore[index]
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    return httpx.post(
+        f"{server.base_url}/mcp",
+        content=json.dumps(body),
+        headers={
+            **bearer(token),
+            **MCP_HEADERS,
+            **({"mcp-protocol-version": version} if version else {}),
+            **({"mcp-method": "tools/call", "mcp-name": name} if version == MODERN else {}),
+        },
+        timeout=30,
+    )
+
+
+def tool_result(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["result"]
+    return result
+
+
+def assert_503(response: httpx.Response) -> None:
+    assert response.status_code == 503, response.text
+    assert int(response.headers["retry-after"]) >= 1
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert set(error) == {"status", "message", "request_id"}
+    assert error["status"] == 503
+    assert error["request_id"] == response.headers["x-request-id"]
+
+
+API_PATHS = ["/api/v1/initiatives", "/api/v1/roi", "/api/v1/budgets", "/api/v1/integrations"]
+
+
+@pytest.mark.parametrize("path", API_PATHS)
+def test_a_connection_lost_after_the_page_was_read_leaves_the_answer(
+    server: RunningServer,
+    world: World,
+    admin: Engine | None,
+    logged: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+) -> None:
+    url = server.base_url + path
+    expected = httpx.get(url, headers=bearer(world.token_a), timeout=30)
+    assert expected.status_code == 200
+    killed = on_return(monkeypatch, airoi.observability, admin)
+    response = httpx.get(url, headers=bearer(world.token_a), timeout=30)
+    assert killed
+    # The plain-text 500 this was: the page stands, as computed.
+    assert response.status_code == 200, response.text
+    assert response.json() == expected.json()
+    assert server.app.state.engine.pool.checkedout() == 0
+    discarded = [m for m in logged if m.startswith("connection discarded after the answer")]
+    assert discarded == [
+        f"connection discarded after the answer on {path} (request "
+        f"{response.headers['x-request-id']}): {discarded[0].rsplit(': ', 1)[1]}"
+    ]
+    # The dead connection was dropped: the next requests read through a new one.
+    for _ in range(3):
+        assert httpx.get(url, headers=bearer(world.token_a), timeout=30).json() == expected.json()
+
+
+def test_a_connection_lost_after_a_tool_answered_leaves_the_answer(
+    server: RunningServer,
+    world: World,
+    admin: Engine | None,
+    logged: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expected = tool_result(call_tool(server, world.token_a, "list_initiatives"))
+    assert not expected.get("isError")
+    killed = on_return(monkeypatch, airoi.tools.server, admin)
+    result = tool_result(call_tool(server, world.token_a, "list_initiatives"))
+    assert killed
+    assert result == expected  # not "The tool failed to answer"
+    assert server.app.state.engine.pool.checkedout() == 0
+    assert any(m.startswith("connection discarded after the answer on /mcp") for m in logged)
+    assert tool_result(call_tool(server, world.token_a, "list_initiatives")) == expected
+
+
+ON_POSTGRESQL = [
+    pytest.mark.postgresql,
+    pytest.mark.parametrize("db_url", ["postgresql"], indirect=True),
+]
+
+
+@pytest.mark.parametrize("path", API_PATHS)
+@ON_POSTGRESQL[0]
+@ON_POSTGRESQL[1]
+def test_a_backend_terminated_before_the_answer_is_503(
+    server: RunningServer, world: World, admin: Engine, logged: list[str], path: str
+) -> None:
+    undo = on_checkout(server.app.state.engine, admin, 1)
+    try:
+        response = httpx.get(server.base_url + path, headers=bearer(world.token_a), timeout=30)
+    finally:
+        undo()
+    assert_503(response)
+    assert any(m.startswith("database unavailable on ") for m in logged), logged
+    assert server.app.state.engine.pool.checkedout() == 0
+    again = httpx.get(server.base_url + path, headers=bearer(world.token_a), timeout=30)
+    assert again.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [("list_initiatives", {}), ("get_roi_summary", {}), ("list_integrations", {})],
+)
+@ON_POSTGRESQL[0]
+@ON_POSTGRESQL[1]
+def test_a_backend_terminated_under_a_tool_is_an_http_503(
+    server: RunningServer,
+    world: World,
+    admin: Engine,
+    logged: list[str],
+    name: str,
+    arguments: dict[str, Any],
+) -> None:
+    # The token is looked up on the first connection; the tool reads on the second.
+    undo = on_checkout(server.app.state.engine, admin, 2)
+    try:
+        response = call_tool(server, world.token_a, name, **arguments)
+    finally:
+        undo()
+    assert_503(response)  # retryable; it was a 200 with a final isError result
+    assert f"database unavailable on /mcp tool {name} (request " in "\n".join(logged)
+    assert server.app.state.engine.pool.checkedout() == 0
+    assert not tool_result(call_tool(server, world.token_a, name, **arguments)).get("isError")
+
+
+@pytest.mark.parametrize("version", [None, "2025-06-18", MODERN])
+def test_a_statement_cut_under_a_tool_is_an_http_503(
+    db_url: str,
+    world: World,
+    logged: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    version: str | None,
+) -> None:
+    # SQLite's way of a database failing under a tool: the statement timeout interrupts it.
+    real = airoi.tools.server.service.initiative_list
+
+    def slow(db: Connection, *args: Any, **kwargs: Any) -> Any:
+        slow_query(db)
+        return real(db, *args, **kwargs)
+
+    monkeypatch.setattr(airoi.tools.server.service, "initiative_list", slow)
+    server = RunningServer(Settings(database_url=db_url, statement_timeout_ms=100))
+    try:
+        response = call_tool(server, world.token_a, "list_initiatives", version)
+        assert_503(response)
+        assert "longer than the service allows" in response.json()["error"]["message"]
+        assert any(
+            m.startswith("database unavailable on /mcp tool list_initiatives") for m in logged
+        )
+        monkeypatch.setattr(airoi.tools.server.service, "initiative_list", real)
+        answered = tool_result(call_tool(server, world.token_a, "list_initiatives", version))
+        assert not answered.get("isError")
+    finally:
+        server.stop()
