@@ -27,8 +27,8 @@ from pydantic import Field, ValidationError
 from sqlalchemy import Engine
 
 from airoi import __version__
-from airoi.api.common import MAX_ID
 from airoi.auth import Principal
+from airoi.listing import MAX_ID
 from airoi.settings import Settings
 from airoi.tools import search as search_module
 from airoi.tools import service
