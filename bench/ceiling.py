@@ -95,7 +95,7 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from airoi.db.tables import cost_entries
-from airoi.listing import Position, encode_cursor
+from airoi.listing import CursorCodec, Position
 from bench.common import free_port, load, schema_head, scratch_databases, timed_interleaved
 from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, write_bundle
 from bench.money import TODAY, measure_money, money_lines
@@ -141,6 +141,9 @@ class Raw:
         self.first_sql = SELECT.format(p=p) + ORDER.format(p=p)
         self.after_sql = SELECT.format(p=p) + KEYSET.format(p=p) + ORDER.format(p=p)
         self.stamp = _sqlite_stamp if self.sqlite else _pg_stamp
+        # The store's own secret, as the service signs its cursors (SEMANTICS R13).
+        secret = self.conn.execute("SELECT secret FROM store_secret WHERE id = 1").fetchone()[0]
+        self.cursors = CursorCodec(bytes(secret))
 
     def rows(self, limit: int, after: tuple[Any, int] | None) -> list[tuple[Any, ...]]:
         if after is None:
@@ -181,7 +184,9 @@ class Raw:
             last = rows[-1]
             position = (last[19], last[0])
             updated = _sqlite_instant(last[19]) if self.sqlite else last[19]
-            next_cursor = encode_cursor("cost_entries", Position(updated, last[0]))
+            next_cursor = self.cursors.encode(
+                "cost_entries", ACCOUNT_ID, Position(updated, last[0])
+            )
         body = orjson.dumps(
             {"data": data, "page": {"has_more": has_more, "next_cursor": next_cursor}}
         )
@@ -199,7 +204,7 @@ class Raw:
 
     def cursor_for(self, position: tuple[Any, int]) -> str:
         updated = _sqlite_instant(position[0]) if self.sqlite else position[0]
-        return encode_cursor("cost_entries", Position(updated, position[1]))
+        return self.cursors.encode("cost_entries", ACCOUNT_ID, Position(updated, position[1]))
 
     def close(self) -> None:
         self.conn.close()

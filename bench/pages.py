@@ -20,8 +20,9 @@ import httpx
 from sqlalchemy import select
 
 from airoi.db.engine import make_engine
+from airoi.db.secret import read_store_secret
 from airoi.db.tables import cost_entries
-from airoi.listing import Position, encode_cursor
+from airoi.listing import CursorCodec, Position
 from bench.common import load, ok, scratch_databases, serving, timed
 from bench.make_bundle import write_bundle
 
@@ -30,13 +31,16 @@ def deep_cursor(url: str, rows: int) -> str:
     engine = make_engine(url)
     with engine.connect() as conn:
         deep = conn.execute(
-            select(cost_entries.c.updated_at, cost_entries.c.id)
+            select(cost_entries.c.account_id, cost_entries.c.updated_at, cost_entries.c.id)
             .order_by(cost_entries.c.updated_at, cost_entries.c.id)
             .offset(max(rows - 501, 0))
             .limit(1)
         ).one()
+        secret = read_store_secret(conn)
     engine.dispose()
-    return encode_cursor("cost_entries", Position(deep.updated_at, deep.id))
+    assert secret is not None
+    position = Position(deep.updated_at, deep.id)
+    return CursorCodec(secret).encode("cost_entries", deep.account_id, position)
 
 
 def ask(client: httpx.Client, params: dict[str, Any]) -> httpx.Response:

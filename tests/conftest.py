@@ -87,7 +87,8 @@ _engines: dict[str, Engine] = {}
 
 
 def _empty(engine: Engine) -> None:
-    names = [t.name for t in reversed(metadata.sorted_tables)]
+    # The store's secret stays, as every store keeps it (SEMANTICS R13).
+    names = [t.name for t in reversed(metadata.sorted_tables) if t.name != "store_secret"]
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("TRUNCATE " + ", ".join(names) + " CASCADE"))

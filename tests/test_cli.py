@@ -393,6 +393,55 @@ def test_serve_refuses_a_file_that_is_not_a_store_in_one_line(tmp_path: Path) ->
     assert "SELECT" not in refused.stderr and "alembic_version" not in refused.stderr
 
 
+def _stored_secret(tmp_path: Path) -> bytes | None:
+    from airoi.db.secret import read_store_secret
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.connect() as conn:
+        secret = read_store_secret(conn)
+    engine.dispose()
+    return secret
+
+
+@pytest.mark.parametrize("command", ["load", "demo"])
+def test_a_fresh_store_gets_a_secret_and_init_remakes_a_removed_one(
+    tmp_path: Path, command: str
+) -> None:
+    # SEMANTICS R13: every command that makes a store leaves it with a secret of its own, and
+    # `airoi serve` refuses one whose secret was removed, naming the fix.
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(small_bundle()))
+    airoi(tmp_path, *(["load", str(path)] if command == "load" else ["demo"]))
+    made = _stored_secret(tmp_path)
+    assert made is not None and len(made) == 32
+    airoi(tmp_path, "init")
+    assert _stored_secret(tmp_path) == made  # kept: the cursors issued stay good
+    engine = make_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM store_secret")
+    engine.dispose()
+    refused = airoi(tmp_path, "serve", "--port", "1", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "The store holds no secret to sign cursors with. Run `airoi init` against it (which "
+        "makes one), or set AIROI_SECRET_KEY, then serve again."
+    )
+    airoi(tmp_path, "init")
+    remade = _stored_secret(tmp_path)
+    assert remade is not None and len(remade) == 32 and remade != made
+
+
+def test_a_bad_secret_key_is_one_line_without_the_value(tmp_path: Path) -> None:
+    result = airoi(
+        tmp_path, "serve", "--port", "1", check=False, env={"AIROI_SECRET_KEY": "hunter2"}
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "AIROI_SECRET_KEY must be 32 to 512 characters of printable ASCII with no spaces, such "
+        "as the output of `openssl rand -hex 32`; the value set has 7 characters."
+    )
+
+
 @pytest.mark.parametrize("command", [["demo", "--serve"], ["serve"]])
 def test_a_port_in_use_is_named_before_anything_is_loaded_or_printed(
     tmp_path: Path, command: list[str]

@@ -118,3 +118,32 @@ def test_revision_0004_starts_the_clock_and_tells_a_given_category(tmp_path: Pat
     report = load_bundle(engine, {"initiatives": [{"id": 1, "stage": "paused"}]})
     assert report.stamp == datetime(2027, 1, 1, 0, 0, 0, 1000)
     engine.dispose()
+
+
+def test_revision_0005_makes_the_stores_secret_and_downgrade_drops_it(engine: Engine) -> None:
+    # SEMANTICS R13: every store at this revision has a random secret of its own to sign
+    # cursors with; the downgrade removes it, and the upgrade after makes a new one.
+    from sqlalchemy import inspect
+
+    from airoi.db.migrate import alembic_config, upgrade
+    from airoi.db.secret import read_store_secret
+
+    def secrets_held() -> list[bytes] | None:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("store_secret"):
+                return None
+            found = conn.exec_driver_sql("SELECT id, secret FROM store_secret").all()
+            assert [row[0] for row in found] == [1]
+            assert read_store_secret(conn) == bytes(found[0][1])
+            return [bytes(row[1]) for row in found]
+
+    before = secrets_held()
+    assert before is not None and len(before[0]) == 32
+    try:
+        command.downgrade(alembic_config(engine), "0004")
+        assert secrets_held() is None
+    finally:
+        upgrade(engine)
+    after = secrets_held()
+    assert after is not None and len(after[0]) == 32
+    assert after != before

@@ -357,6 +357,20 @@ def test_serving_a_hot_standby(pair: Pair) -> None:
             budgets = _get(client, token, "budgets")["data"]
             assert sorted(row["initiative_id"] for row in budgets) == [triage, matcher]
 
+            # SEMANTICS R13: the cursor secret is the store's, replicated with it, so a cursor
+            # a server of the primary issued continues on the standby's: both issue the same.
+            on_primary = create_app(Settings(database_url=pair.primary_url, today=TODAY))
+            try:
+                with TestClient(on_primary) as primary_client:
+                    for path in ("cost_entries", "budgets"):
+                        cursor = _get(primary_client, token, path, limit=1)["page"]["next_cursor"]
+                        assert _get(client, token, path, limit=1)["page"]["next_cursor"] == cursor
+                        assert _get(client, token, path, limit=1, cursor=cursor) == _get(
+                            primary_client, token, path, limit=1, cursor=cursor
+                        )
+            finally:
+                on_primary.state.engine.dispose()
+
             # A later load on the primary reaches the served standby once replayed.
             later = BundleBuilder(first_id=100)
             changed = dict(b.data["cost_entries"][0], amount_cents=12_345)

@@ -46,11 +46,12 @@ from airoi.api import (
     roi,
     value_entries,
 )
-from airoi.api.common import provide_db, provide_principal, provide_today
+from airoi.api.common import provide_cursors, provide_db, provide_principal, provide_today
 from airoi.auth import authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.db.engine import make_engine
 from airoi.db.migrate import require_current_schema
+from airoi.db.secret import require_store_secret
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.failures import (
     FAILED_MESSAGE,
@@ -60,6 +61,7 @@ from airoi.failures import (
     redact_library_logs,
 )
 from airoi.health import healthz, readyz
+from airoi.listing import Cursors
 from airoi.observability import (
     Metrics,
     access_log,
@@ -393,6 +395,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
             "principal": Provide(provide_principal, sync_to_thread=False),
             "db": Provide(provide_db, sync_to_thread=False),
             "today": Provide(provide_today, sync_to_thread=False),
+            "cursors": Provide(provide_cursors, sync_to_thread=False),
         },
     )
     openapi = OpenAPIConfig(
@@ -441,6 +444,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
             {
                 "engine": engine,
                 "settings": settings,
+                "cursors": Cursors(settings.secret_key),
                 "rate_limiter": RateLimiter(settings.rate_limit, settings.redis_url),
                 "metrics": metrics,
             }
@@ -463,8 +467,9 @@ def app_from_env() -> Litestar:
         access_log.addHandler(handler)
         access_log.setLevel(logging.INFO)
         access_log.propagate = False
-    app = create_app(Settings.from_env())
-    serving_schema_check(app.state.engine)
+    settings = Settings.from_env()
+    app = create_app(settings)
+    serving_schema_check(app.state.engine, settings)
     # What start-up made (modules, routes, compiled statements) lives as long as the process:
     # set it aside so that the full collections a busy worker runs do not walk it every time.
     gc.collect()
@@ -472,13 +477,17 @@ def app_from_env() -> Litestar:
     return app
 
 
-def serving_schema_check(engine: Engine) -> None:
+def serving_schema_check(engine: Engine, settings: Settings) -> None:
     """Refuse to serve a store of another schema revision: SQLite's datetime text changed in
-    0002, and an older store would be served misread. A store that cannot be reached yet is
-    served 503 until it can (SPEC 7), not refused. Either is logged by its class alone
-    (SEMANTICS R15): the refusal's exception carries no statement and no driver text."""
+    0002, and an older store would be served misread. Refuse one with no secret to sign
+    cursors with, unless AIROI_SECRET_KEY gives one (SEMANTICS R13). A store that cannot be
+    reached yet is served 503 until it can (SPEC 7), not refused. Either is logged by its
+    class alone (SEMANTICS R15): the refusal's exception carries no statement and no driver
+    text."""
     try:
         require_current_schema(engine)
+        if settings.secret_key is None:
+            require_store_secret(engine)
     except DBAPIError as exc:
         if database_failure(exc) is None:
             log.error("the store cannot be read at start: %s", failure_class(exc))

@@ -126,9 +126,12 @@ def _settings(database_url: str | None) -> Settings:
 def _writer(settings: Settings):  # type: ignore[no-untyped-def]
     from airoi.db.engine import make_engine
     from airoi.db.migrate import upgrade
+    from airoi.db.secret import ensure_store_secret
 
     engine = make_engine(settings.database_url)
     upgrade(engine)
+    # SEMANTICS R13: the migration makes the store's secret; made again should it be gone.
+    ensure_store_secret(engine)
     return engine
 
 
@@ -359,7 +362,7 @@ def _require_current_schema(settings: Settings) -> None:
     """A store of another schema revision stops `serve` with the command that migrates it."""
     from airoi.app import StoreUnreadable, serving_schema_check
     from airoi.db.engine import make_engine
-    from airoi.db.migrate import SchemaOutOfDate
+    from airoi.db.migrate import StoreNotReady
 
     # With the serving engine's time limits: a database that accepts and never answers would
     # otherwise hold the start-up forever.
@@ -367,8 +370,8 @@ def _require_current_schema(settings: Settings) -> None:
         settings.database_url, read_only=True, statement_timeout_ms=settings.statement_timeout_ms
     )
     try:
-        serving_schema_check(engine)
-    except (SchemaOutOfDate, StoreUnreadable) as exc:
+        serving_schema_check(engine, settings)
+    except (StoreNotReady, StoreUnreadable) as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     finally:

@@ -1,8 +1,9 @@
 """Keyset pagination shared by every list endpoint (SPEC 4.A.1, SEMANTICS R12, R13).
 
 Rows are ordered by (updated_at, id). A cursor encodes the position after the last
-row served and the endpoint it was issued for; it is opaque to the caller and
-carries a tag so that anything the service did not issue is refused with 400.
+row served, the endpoint it was issued for and the account it was served to; it is
+opaque to the caller and signed with the store's secret, so that anything the service
+did not issue is refused with 400 (see `Cursors`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import base64
 import binascii
 import hashlib
 import hmac
+import logging
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,8 +35,9 @@ from sqlalchemy.types import NullType
 
 from airoi.api.rows import Shape, iso_ms
 from airoi.db.prepared import Prepared
+from airoi.db.secret import read_store_secret
 from airoi.db.types import LowerBound, read_stored_datetime, stores_served_text
-from airoi.errors import bad_parameter
+from airoi.errors import ApiError, bad_parameter
 from airoi.timeutil import OutOfRange, parse_datetime
 
 T = TypeVar("T")
@@ -42,7 +46,7 @@ S = TypeVar("S", bound=msgspec.Struct)
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
 _EPOCH = datetime(1970, 1, 1)
-_CURSOR_KEY = b"airoi cursor v1"
+log = logging.getLogger("airoi")
 
 
 class PageInfo(msgspec.Struct):
@@ -66,42 +70,95 @@ class Position:
     id: int
 
 
-def _tag(payload: bytes) -> bytes:
-    return hmac.new(_CURSOR_KEY, payload, hashlib.blake2b).digest()[:8]
+# SEMANTICS R13: ids are BIGINT, so a position past them would fail in SQL (a 500), not 400.
+MAX_ID = 2**63 - 1
+_MAX_CURSOR = 200
+_TAG_BYTES = 16
+# What the signed payload holds: endpoint|account id|microseconds since 1970|row id.
+_PAYLOAD = re.compile(r"([a-z_]{1,40})\|([0-9]{1,19})\|(-?[0-9]{1,19})\|([0-9]{1,19})")
 
 
-def encode_cursor(endpoint: str, position: Position) -> str:
-    micros = (position.updated_at - _EPOCH) // timedelta(microseconds=1)
-    payload = f"{endpoint}|{micros}|{position.id}".encode()
-    return base64.urlsafe_b64encode(payload + _tag(payload)).decode().rstrip("=")
+class CursorCodec:
+    """Cursors signed with one secret (SEMANTICS R13): the position after a row, bound to
+    the list and the account it was served to, so that the service refuses with 400 any it
+    did not issue, one issued to another account, and one out of range."""
 
+    def __init__(self, secret: bytes) -> None:
+        # A key of the cursors' own: the secret may sign something else one day.
+        self._key = hmac.new(secret, b"airoi cursor v2", hashlib.sha256).digest()
 
-def decode_cursor(endpoint: str, cursor: str) -> Position:
-    """The position a cursor stands for; 400 when this endpoint did not issue it (R13)."""
-    refused = bad_parameter(
-        "The cursor parameter is not a cursor this endpoint issued; "
-        "pass the next_cursor of a previous page unchanged."
-    )
-    if len(cursor) > 200:
-        raise refused
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    except (binascii.Error, ValueError) as exc:
-        raise refused from exc
-    payload, tag = raw[:-8], raw[-8:]
-    if len(raw) <= 8 or not hmac.compare_digest(tag, _tag(payload)):
-        raise refused
-    try:
-        issued_for, micros, row_id = payload.decode().split("|")
-        position = Position(_EPOCH + timedelta(microseconds=int(micros)), int(row_id))
-    except (ValueError, OverflowError) as exc:
-        raise refused from exc
-    if issued_for != endpoint:
-        raise bad_parameter(
-            f"The cursor was issued by another endpoint ({issued_for}); "
-            "a cursor only continues the list it came from."
+    def _tag(self, payload: bytes) -> bytes:
+        return hashlib.blake2b(payload, key=self._key, digest_size=_TAG_BYTES).digest()
+
+    def seal(self, payload: bytes) -> str:
+        """The cursor carrying `payload`, signed."""
+        return base64.urlsafe_b64encode(payload + self._tag(payload)).decode().rstrip("=")
+
+    def encode(self, endpoint: str, account_id: int, position: Position) -> str:
+        micros = (position.updated_at - _EPOCH) // timedelta(microseconds=1)
+        return self.seal(f"{endpoint}|{account_id}|{micros}|{position.id}".encode())
+
+    def decode(self, endpoint: str, account_id: int, cursor: str) -> Position:
+        """The position a cursor stands for; 400 unless this endpoint issued it to this
+        account, and its position is one the store can hold."""
+        refused = bad_parameter(
+            "The cursor parameter is not a cursor this endpoint issued; "
+            "pass the next_cursor of a previous page unchanged."
         )
-    return position
+        if len(cursor) > _MAX_CURSOR:
+            raise refused
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        except (binascii.Error, ValueError) as exc:
+            raise refused from exc
+        payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
+        if len(raw) <= _TAG_BYTES or not hmac.compare_digest(tag, self._tag(payload)):
+            raise refused
+        fields = _PAYLOAD.fullmatch(payload.decode("ascii", "replace"))
+        if fields is None:
+            raise refused
+        issued_for, issued_to, micros, row_id = fields.groups()
+        if issued_for != endpoint:
+            raise bad_parameter(
+                f"The cursor was issued by another endpoint ({issued_for}); "
+                "a cursor only continues the list it came from."
+            )
+        if int(issued_to) != account_id:
+            raise bad_parameter(
+                "The cursor was issued to another account; a cursor only continues a list "
+                "for the account of the token it was served to."
+            )
+        out_of_range = bad_parameter(
+            "The cursor parameter holds a position out of range; "
+            "pass the next_cursor of a previous page unchanged."
+        )
+        if not 1 <= int(row_id) <= MAX_ID:
+            raise out_of_range
+        try:
+            updated_at = _EPOCH + timedelta(microseconds=int(micros))
+        except OverflowError as exc:  # outside the years 0001 to 9999
+            raise out_of_range from exc
+        return Position(updated_at, int(row_id))
+
+
+class Cursors:
+    """The cursor codec of the store an app serves: with `secret` (AIROI_SECRET_KEY) when
+    given, else with the store's own, read once, when a cursor is first made or read, on the
+    request's connection (the app may start before the store can be reached)."""
+
+    def __init__(self, secret: bytes | None = None) -> None:
+        self._codec = None if secret is None else CursorCodec(secret)
+
+    def codec(self, conn: Connection) -> CursorCodec:
+        codec = self._codec
+        if codec is None:
+            secret = read_store_secret(conn)
+            if secret is None:
+                # Checked before serving (`airoi serve`): the row was removed since.
+                log.error("the store holds no cursor secret; run `airoi init` against it")
+                raise ApiError(503, "The service is not ready to serve lists; try again later.")
+            codec = self._codec = CursorCodec(secret)
+        return codec
 
 
 def changed_since(table: Table, stamp: str = "updated_at") -> ColumnElement[bool]:
@@ -218,28 +275,36 @@ class ListQuery:
         conn: Connection,
         account_id: int,
         *,
+        cursors: Cursors,
         cursor: str | None,
         limit: int,
         build: Callable[[Any], T],
         **values: Any,
     ) -> Page[T]:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
-        (used, after), params = self._request(conn, account_id, cursor, limit, values)
+        (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
         fetched = conn.execute(self.statement(used, after), params).all()
-        rows, has_more, next_cursor, resume = self._cut(fetched, limit, _KEYSET_LAST, cursor)
+        rows, has_more, next_cursor, resume = self._cut(
+            conn, account_id, cursors, fetched, limit, _KEYSET_LAST, cursor
+        )
         return Page([build(row) for row in rows], has_more, next_cursor, resume)
 
     def _request(
         self,
         conn: Connection,
         account_id: int,
+        cursors: Cursors,
         cursor: str | None,
         limit: int,
         values: Mapping[str, Any],
     ) -> tuple[tuple[frozenset[str], bool], dict[str, Any]]:
         """Which statement a request runs, and its values; 400 or 404 as R30 orders them."""
         used = {name: value for name, value in values.items() if value is not None}
-        position = None if cursor is None else decode_cursor(self.endpoint, cursor)
+        position = (
+            None
+            if cursor is None
+            else cursors.codec(conn).decode(self.endpoint, account_id, cursor)
+        )
         for name, check in self.must_exist.items():
             if name in used:
                 check(conn, account_id, used[name])
@@ -252,6 +317,9 @@ class ListQuery:
 
     def _cut(
         self,
+        conn: Connection,
+        account_id: int,
+        cursors: Cursors,
         rows: Sequence[Sequence[Any]],
         limit: int,
         keyset_at: tuple[int, int],
@@ -269,7 +337,7 @@ class ListQuery:
         stamp = last[stamp_at]
         # SQLite's stored text ('...T09:30:00.125Z', also the served text) or a datetime.
         stamp = stamp if isinstance(stamp, datetime) else read_stored_datetime(stamp)
-        resume = encode_cursor(self.endpoint, Position(stamp, last[id_at]))
+        resume = cursors.codec(conn).encode(self.endpoint, account_id, Position(stamp, last[id_at]))
         return rows, has_more, resume if has_more else None, resume
 
 
@@ -334,12 +402,13 @@ class ShapedList(ListQuery, Generic[S]):
         conn: Connection,
         account_id: int,
         *,
+        cursors: Cursors,
         cursor: str | None,
         limit: int,
         **values: Any,
     ) -> Page[S]:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
-        (used, after), params = self._request(conn, account_id, cursor, limit, values)
+        (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
         served = self.serves_keyset(conn.dialect)
         key = (used, after, served)
         prepared = self._prepared.get(key)
@@ -348,7 +417,7 @@ class ShapedList(ListQuery, Generic[S]):
         keyset_at = self._served_keyset if served else _KEYSET_LAST
         assert keyset_at is not None
         rows, has_more, next_cursor, resume = self._cut(
-            prepared.rows(conn, params), limit, keyset_at, cursor
+            conn, account_id, cursors, prepared.rows(conn, params), limit, keyset_at, cursor
         )
         builder = self._builders.get(conn.dialect.name)
         if builder is None:

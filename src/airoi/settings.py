@@ -54,6 +54,30 @@ def _rate_limit_from_env(value: str | None) -> str:
     return value
 
 
+SECRET_KEY_LENGTHS = (32, 512)
+
+
+def _secret_key_from_env(value: str | None) -> bytes | None:
+    """SEMANTICS R13: the secret cursors are signed with, in place of the store's own. The
+    message never repeats the value."""
+    if not value:
+        return None
+    shortest, longest = SECRET_KEY_LENGTHS
+    printable = all("!" <= c <= "~" for c in value)
+    if not printable or not shortest <= len(value) <= longest:
+        what = (
+            "holds a space or a character outside printable ASCII"
+            if not printable
+            else f"has {len(value)} characters"
+        )
+        raise ValueError(
+            f"AIROI_SECRET_KEY must be {shortest} to {longest} characters of printable ASCII "
+            f"with no spaces, such as the output of `openssl rand -hex 32`; the value set "
+            f"{what}."
+        )
+    return value.encode("ascii")
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -63,6 +87,8 @@ class Settings:
     redis_url: str | None = None
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
     statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS
+    # SEMANTICS R13: signs cursors in place of the store's own secret; None: the store's.
+    secret_key: bytes | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -76,6 +102,7 @@ class Settings:
             redis_url=env.get("AIROI_REDIS_URL") or None,
             allowed_hosts=hosts,
             statement_timeout_ms=_statement_timeout_from_env(env.get("AIROI_STATEMENT_TIMEOUT_MS")),
+            secret_key=_secret_key_from_env(env.get("AIROI_SECRET_KEY")),
         )
 
     def with_(self, **changes: object) -> Settings:

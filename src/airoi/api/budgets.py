@@ -21,6 +21,7 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     Cursor,
+    CursorsDep,
     DbDep,
     IncludeSample,
     InitiativeFilter,
@@ -282,6 +283,7 @@ BUDGET_INITIATIVES = ListQuery(
 def list_budgets(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     today: Today,
     limit: Limit = 100,
     cursor: Cursor = None,
@@ -294,6 +296,7 @@ def list_budgets(
     page = BUDGET_INITIATIVES.page(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         build=lambda r: r,

@@ -15,11 +15,9 @@ from airoi.api.rows import Row, Shape
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
-from airoi.listing import DEFAULT_LIMIT, MAX_LIMIT, changed_since
+from airoi.listing import DEFAULT_LIMIT, MAX_ID, MAX_LIMIT, Cursors, changed_since
 from airoi.observability import held_context
 from airoi.timeutil import format_datetime
-
-MAX_ID = 2**63 - 1
 
 DateTimeText = Annotated[
     str, KwargDefinition(format=OpenAPIFormat.DATE_TIME, description="UTC, millisecond precision")
@@ -136,10 +134,11 @@ ERROR_RESPONSES = {
 }
 
 
-# Handlers name these two dependencies; the app provides them.
+# Handlers name these dependencies; the app provides them.
 PrincipalDep = NamedDependency[Principal]
 DbDep = NamedDependency[Connection]
 Today = NamedDependency[date]
+CursorsDep = NamedDependency[Cursors]
 
 
 def provide_today(state: State, db: DbDep) -> date:
@@ -149,6 +148,13 @@ def provide_today(state: State, db: DbDep) -> date:
     # would wait on the loop holding its connection (see tests/test_request_connection.py).
     del db
     return state.settings.current_date()  # type: ignore[no-any-return]
+
+
+def provide_cursors(state: State, today: Today) -> Cursors:
+    """The store's cursors (SEMANTICS R13), made once with the app."""
+    # It names today (which names the connection) for the reason provide_today names it.
+    del today
+    return state.cursors  # type: ignore[no-any-return]
 
 
 def provide_principal(request: Request[Principal, Any, State]) -> Principal:

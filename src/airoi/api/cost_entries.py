@@ -12,6 +12,7 @@ from airoi.api.common import (
     INITIATIVE_MUST_EXIST,
     REPORTED_ON,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     InitiativeFilter,
@@ -105,6 +106,7 @@ COST_ENTRIES = ShapedList(
 def list_cost_entries(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -115,6 +117,7 @@ def list_cost_entries(
     page = COST_ENTRIES.rows(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),

@@ -12,6 +12,7 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     InitiativeFilter,
@@ -123,6 +124,7 @@ DECISIONS = ListQuery(
 def list_decisions(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -134,6 +136,7 @@ def list_decisions(
     page = DECISIONS.page(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         build=build_decision,

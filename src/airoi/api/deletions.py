@@ -18,6 +18,7 @@ from sqlalchemy import bindparam
 from airoi.api.common import (
     ERROR_RESPONSES,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     Limit,
@@ -80,6 +81,7 @@ DELETIONS = ShapedList(
 def list_deletions(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -90,6 +92,7 @@ def list_deletions(
     page = DELETIONS.rows(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),

@@ -9,8 +9,8 @@ from sqlalchemy import Select, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
-    MAX_ID,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     IncludeSample,
@@ -24,7 +24,13 @@ from airoi.api.common import (
 from airoi.api.rows import Row
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
-from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
+from airoi.listing import (
+    MAX_ID,
+    ListQuery,
+    ResumablePageInfo,
+    changed_since,
+    parse_updated_since,
+)
 
 Stage = Literal[
     "identified",
@@ -141,6 +147,7 @@ INITIATIVES = ListQuery(
 def list_initiatives(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -149,6 +156,7 @@ def list_initiatives(
     page = INITIATIVES.page(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         build=build_initiative,

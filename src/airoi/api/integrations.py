@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, select
 from airoi.api.common import (
     ERROR_RESPONSES,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     Limit,
@@ -114,6 +115,7 @@ INTEGRATIONS = ListQuery(
 def list_integrations(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -127,6 +129,7 @@ def list_integrations(
     page = INTEGRATIONS.page(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         build=build_integration,

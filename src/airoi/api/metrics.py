@@ -9,6 +9,7 @@ from sqlalchemy import select
 from airoi.api.common import (
     ERROR_RESPONSES,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     Limit,
@@ -73,6 +74,7 @@ METRICS = ListQuery(
 def list_metrics(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -80,6 +82,7 @@ def list_metrics(
     page = METRICS.page(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         build=build_metric,

@@ -12,6 +12,7 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     InitiativeFilter,
@@ -91,6 +92,7 @@ OBSERVATIONS = ShapedList(
 def list_observations(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -105,6 +107,7 @@ def list_observations(
     page = OBSERVATIONS.rows(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),

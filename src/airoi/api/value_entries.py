@@ -14,6 +14,7 @@ from airoi.api.common import (
     INITIATIVE_MUST_EXIST,
     REPORTED_ON,
     Cursor,
+    CursorsDep,
     DateTimeText,
     DbDep,
     InitiativeFilter,
@@ -116,6 +117,7 @@ VALUE_ENTRIES = ShapedList(
 def list_value_entries(
     principal: PrincipalDep,
     db: DbDep,
+    cursors: CursorsDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -129,6 +131,7 @@ def list_value_entries(
     page = VALUE_ENTRIES.rows(
         db,
         principal.account_id,
+        cursors=cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),

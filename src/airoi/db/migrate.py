@@ -23,7 +23,11 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
 
 
-class SchemaOutOfDate(Exception):
+class StoreNotReady(Exception):
+    """The store cannot be served as it is; the message says what makes it ready."""
+
+
+class SchemaOutOfDate(StoreNotReady):
     """The store's schema is not the one this version reads; `airoi init` migrates it."""
 
 

@@ -22,6 +22,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -426,4 +427,14 @@ store_clock = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("last_stamp", Timestamp(), nullable=False),
+)
+
+# SEMANTICS R13: the store's own secret (one row, id 1), made at random by the migration
+# that adds it (or by `airoi init` when the row is gone), that cursors are signed with. Kept
+# in the store so that every server of it (a hot standby too) serves the same cursors.
+store_secret = Table(
+    "store_secret",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("secret", LargeBinary(64), nullable=False),
 )

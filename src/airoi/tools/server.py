@@ -33,10 +33,10 @@ from pydantic import Field, ValidationError
 from sqlalchemy import Connection, Engine
 
 from airoi import __version__
-from airoi.api.common import MAX_ID
 from airoi.auth import Principal
 from airoi.db.engine import close_or_discard
 from airoi.failures import log_discarded, log_failure
+from airoi.listing import MAX_ID
 from airoi.observability import RequestContext, request_context
 from airoi.settings import Settings
 from airoi.tools import search as search_module
