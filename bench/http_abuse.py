@@ -1,6 +1,6 @@
 """HTTP limits: what each way of serving does with hostile clients, and what it costs a page.
 
-    python -m bench.http_abuse [--seconds 10] [--connections 32] [--cap 40]
+    python -m bench.http_abuse [--seconds 10] [--rounds 3] [--connections 32] [--cap 40]
                                [--setups before,h11,airoi,granian]
 
 Setups, each one worker pinned to core 0 (wrk on core 1), serving the same SQLite store:
@@ -11,12 +11,14 @@ Setups, each one worker pinned to core 0 (wrk on core 1), serving the same SQLit
 - granian: Granian (when installed) with `--http1-buffer-size 16384`
            `--http1-header-read-timeout 15000`.
 
-For each: requests/s (and p50/p99) of `/healthz` and of a 100-row page, then the abuse cases
-over raw sockets: two 100 MiB headers, one 1 GiB header, half a request, a slowloris (one
-header byte every 2 s), a connection that sends nothing, a 2 MiB body on /mcp. Each says the
-status answered (if any), how long until the server closed the connection (`open` when it
-had not after --cap seconds), the bytes the client got to send, and the worker's CPU seconds
-and resident memory after. One table, setups side by side.
+For each: requests/s (and p50) of `/healthz` and of a 100-row page, and requests per second
+of the worker's CPU time (the fair figure on a busy machine, where a server with more threads
+gets more of a shared core), driven in turn for --rounds rounds (medians). Then the abuse
+cases over raw sockets: two 100 MiB headers, one 1 GiB header, half a request, a slowloris
+(one header byte every 2 s), a connection that sends nothing, a 2 MiB body on /mcp. Each
+says the status answered (if any), how long until the server closed the connection (`open`
+when it had not after --cap seconds), the bytes the client got to send, and the worker's CPU
+seconds during the case and its memory after.
 """
 
 from __future__ import annotations
@@ -179,7 +181,10 @@ def slowloris(port: int, cap: float, every: float = 2.0) -> Outcome:
         while time.monotonic() - started < cap:
             sock.settimeout(every)
             try:
-                if not sock.recv(65536):
+                data = sock.recv(65536)
+                if data.startswith(b"HTTP/1."):
+                    outcome.status = data.split(b" ", 2)[1].decode()
+                if not data:
                     outcome.closed_after = time.monotonic() - started
                     return outcome
             except TimeoutError:
@@ -228,35 +233,42 @@ def abuse(pid: int, name: str, run: Callable[[], Outcome]) -> dict[str, str]:
 PAGES = (("healthz", "/healthz"), ("page_100", "/api/v1/cost_entries?limit=100"))
 
 
-def rate(url: str, seconds: float, connections: int) -> tuple[float, float]:
-    """wrk's requests/s and p50 (ms) of GET `url` (an error or timeout is not fatal here: it
-    is counted in the figures it lowers)."""
+def rate(url: str, pid: int, seconds: float, connections: int) -> tuple[float, float, float]:
+    """wrk's requests/s and p50 (ms) of GET `url`, and requests per CPU-second the server
+    used meanwhile (which other work on the machine does not change). A timeout is not fatal
+    here: it is counted in the figures it lowers."""
     argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency"]
     argv += ["-H", f"Authorization: Bearer {BENCH_TOKEN}", url]
     if shutil.which("taskset"):
         argv = ["taskset", "-c", str(CLIENT_CORE), *argv]
+    cpu = cpu_seconds(pid)
     out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    used = cpu_seconds(pid) - cpu
     if "Non-2xx" in out:
         raise RuntimeError(f"wrk saw errors:\n{out}")
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    done = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     p50 = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)$", out, re.M)
     scale = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
-    return rps, float(p50.group(1)) * scale[p50.group(2)] if p50 else float("nan")  # type: ignore[union-attr]
+    p50_ms = float(p50.group(1)) * scale[p50.group(2)] if p50 else float("nan")
+    return rps, p50_ms, done / used if used else float("nan")
 
 
-def throughput(ports: dict[str, int], args: argparse.Namespace) -> dict[str, dict[str, str]]:
+def throughput(
+    ports: dict[str, int], pids: dict[str, int], args: argparse.Namespace
+) -> dict[str, dict[str, str]]:
     """Every setup's pages, driven in turn for --rounds rounds; the median of each."""
-    seen: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    seen: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for _ in range(args.rounds):
         for name, port in ports.items():
             for page, path in PAGES:
-                figures = rate(f"http://127.0.0.1:{port}{path}", args.seconds, args.connections)
+                url = f"http://127.0.0.1:{port}{path}"
+                figures = rate(url, pids[name], args.seconds, args.connections)
                 seen.setdefault((name, page), []).append(figures)
     shown: dict[str, dict[str, str]] = {name: {} for name in ports}
     for (name, page), runs in seen.items():
-        rps = statistics.median(r for r, _ in runs)
-        p50 = statistics.median(p for _, p in runs)
-        shown[name][f"{page} rps"] = f"{rps:.0f} (p50 {p50:.1f}ms)"
+        rps, p50, per_cpu = (statistics.median(run[i] for run in runs) for i in range(3))
+        shown[name][page] = f"{rps:.0f} req/s (p50 {p50:.1f}ms), {per_cpu:.0f} req/CPU-s"
     return shown
 
 
@@ -305,7 +317,7 @@ def main() -> None:
             pids[name] = stack.enter_context(server(argv, env, f"http://127.0.0.1:{port}/healthz"))
             ports[name] = port
         print(f"measuring {', '.join(ports)} ...", file=sys.stderr, flush=True)
-        results = throughput(ports, args)
+        results = throughput(ports, pids, args)
         for name, port in ports.items():
             print(f"abusing {name} ...", file=sys.stderr, flush=True)
             results[name] |= abuse_all(pids[name], port, args.cap)

@@ -190,6 +190,13 @@ def test_half_a_request_is_answered_408_and_closed_at_the_header_timeout(
     assert answer.closed
     assert answer.status == 408
     assert answer.error()["message"] == "The request's headers did not arrive within 2 s."
+    # The same, for the next request on a kept-alive connection.
+    with connect(port) as sock:
+        sock.sendall(get("/healthz", "", close=False) + b"GET /healthz HTTP/1.1\r\nHost: x")
+        answer = read_answer(sock)
+    assert answer.closed
+    assert answer.data.startswith(b"HTTP/1.1 200 OK")
+    assert b"HTTP/1.1 408 Request Timeout" in answer.data
 
 
 def test_a_head_trickled_a_byte_at_a_time_is_cut_at_the_header_timeout(

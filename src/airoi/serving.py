@@ -100,7 +100,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.refused = False
         self.read_deadline: asyncio.TimerHandle | None = None
 
-    # The deadline: one timer, for the head and then for the body of the request being read.
+    # The deadline: one timer, for the head and then for the body of the request being read,
+    # armed when a read leaves either unfinished (a whole request in one read arms none).
     def _arm(self) -> None:
         self._disarm()
         self.read_deadline = self.loop.call_later(self.header_timeout, self._read_timed_out)
@@ -118,7 +119,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._arm()  # the app has not read what came: not the client's delay
             return
         cycle = self.cycle
-        if self.in_head and self.head_bytes == 0:
+        if cycle is None and self.head_bytes == 0:
             self.transport.close()  # opened and sent nothing: no request to answer
         elif cycle is not None and self.awaiting_body and cycle.response_started:
             self.transport.close()
@@ -166,8 +167,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         except Refused as refused:
             self._refuse(refused)
             return
-        if self.in_head and self.head_bytes > MAX_HEAD_BYTES and not self.refused:
+        if self.refused:
+            return
+        if self.in_head and self.head_bytes > MAX_HEAD_BYTES:
             self._refuse(head_too_large())
+        elif (self.in_head or self.awaiting_body) and self.read_deadline is None:
+            self._arm()
 
     def _feed(self, data: bytes) -> None:
         # uvicorn's data_received, with a refusal raised in a parser callback told apart from
@@ -182,6 +187,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         except httptools.HttpParserError:
             self._invalid()
         except httptools.HttpParserUpgrade:
+            self._disarm()  # the connection is no longer HTTP's
             if self._should_upgrade():
                 self.handle_websocket_upgrade()
             else:
@@ -199,7 +205,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if not self.in_head:  # the next request on this connection (or pipelined)
             self.in_head = True
             self.head_bytes = 0
-            self._arm()
         self.body_bytes = 0
 
     def on_url(self, url: bytes) -> None:
@@ -222,7 +227,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                     )
         self.in_head = False
         self.awaiting_body = True
-        self._arm()
+        self._disarm()  # the body's deadline starts now, if the body is not all here
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
