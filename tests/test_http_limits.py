@@ -8,10 +8,14 @@ closed. A real `airoi serve --workers 2` over raw sockets, with a 2 s header tim
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +25,7 @@ from airoi.serving import MAX_BODY_BYTES, MAX_HEAD_BYTES, MAX_TARGET_BYTES
 from airoi.settings import DEFAULT_HEADER_TIMEOUT_SECONDS, Settings
 from tests.conftest import _empty
 from tests.factories import BundleBuilder
-from tests.servers import airoi_serve
+from tests.servers import airoi_serve, free_port
 
 TIMEOUT = 2.0  # AIROI_HEADER_TIMEOUT_SECONDS of the server under test
 # Long enough for any loaded machine, short of never: a server that waits for the client
@@ -300,3 +304,51 @@ def test_the_header_timeout_setting_is_checked(value: str) -> None:
 def test_the_header_timeout_defaults_under_30_seconds() -> None:
     assert Settings.from_env({}).header_timeout_seconds == DEFAULT_HEADER_TIMEOUT_SECONDS <= 30
     assert Settings.from_env({"AIROI_HEADER_TIMEOUT_SECONDS": "2.5"}).header_timeout_seconds == 2.5
+
+
+def test_a_bad_header_timeout_stops_serve_with_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "airoi", "serve", "--port", str(free_port())],
+        env={
+            **os.environ,
+            "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}",
+            "AIROI_HEADER_TIMEOUT_SECONDS": "never",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "AIROI_HEADER_TIMEOUT_SECONDS must be a number of seconds above 0 and at most 300, "
+        "not 'never'"
+    )
+
+
+def test_demo_serve_holds_the_same_limits(tmp_path: Path) -> None:
+    port = free_port()
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "airoi", "demo", "--serve", "--port", str(port)],
+        env={
+            **os.environ,
+            "AIROI_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
+            "AIROI_HEADER_TIMEOUT_SECONDS": str(TIMEOUT),
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                with connect(port):
+                    break
+            except OSError:
+                assert demo.poll() is None, "airoi demo --serve exited"
+                time.sleep(0.1)
+        assert request(port, get("/healthz", "")).status == 200
+        assert request(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n").status == 408
+        big = request(port, get("/healthz", "", b"X-Big: " + b"a" * MAX_HEAD_BYTES + b"\r\n"))
+        assert big.status == 431
+    finally:
+        demo.terminate()
+        demo.wait(timeout=30)
