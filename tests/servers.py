@@ -1,12 +1,19 @@
-"""The served app for real: uvicorn in a thread, on a loopback port the OS chose."""
+"""The served app for real: uvicorn in a thread, on a loopback port the OS chose; or
+`airoi serve` itself in a child process."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
+import httpx
 import uvicorn
 
 from airoi.app import create_app
@@ -49,3 +56,37 @@ class RunningServer:
         self.thread.join(timeout=15)
         self.sock.close()
         self.app.state.engine.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def airoi_serve(database_url: str, *args: str, **env: str) -> Iterator[int]:
+    """`airoi serve ARGS` on a free loopback port, with `env` added; yields the port once
+    /healthz answers."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "airoi", "serve", "--port", str(port), *args],
+        env={**os.environ, "AIROI_DATABASE_URL": database_url, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            if server.poll() is not None:
+                raise RuntimeError(f"airoi serve exited with {server.returncode}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            raise RuntimeError("airoi serve did not come up")
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

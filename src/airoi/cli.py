@@ -413,13 +413,19 @@ def _require_free_port(host: str, port: int) -> None:
 def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     import uvicorn
 
+    from airoi.serving import PROTOCOL
+    from airoi.settings import HEADER_TIMEOUT_ENV
+
+    # The workers read these from the environment they inherit.
     os.environ["AIROI_DATABASE_URL"] = settings.database_url
+    os.environ[HEADER_TIMEOUT_ENV] = repr(settings.header_timeout_seconds)
     uvicorn.run(
         "airoi.app:app_from_env",
         factory=True,
         host=host,
         port=port,
         workers=workers,
+        http=PROTOCOL,  # httptools, with bounds on the head, the body and the time to send them
         log_level="warning",
         access_log=False,
     )

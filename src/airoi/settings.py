@@ -12,6 +12,10 @@ DEFAULT_STATEMENT_TIMEOUT_MS = 5000
 # SEMANTICS R32: how long a load waits for another load of the same store (`--wait`).
 DEFAULT_LOAD_WAIT_SECONDS = 600
 MAX_LOAD_WAIT_SECONDS = 86_400
+# How long a client may take to send a request's head (and again its body) to `airoi serve`.
+HEADER_TIMEOUT_ENV = "AIROI_HEADER_TIMEOUT_SECONDS"
+DEFAULT_HEADER_TIMEOUT_SECONDS = 15.0
+MAX_HEADER_TIMEOUT_SECONDS = 300.0
 
 
 def _today_from_env(value: str | None) -> date | None:
@@ -38,6 +42,21 @@ def _statement_timeout_from_env(value: str | None) -> int:
             f"not {value!r}"
         )
     return milliseconds
+
+
+def header_timeout_from_env(value: str | None) -> float:
+    if not value:
+        return DEFAULT_HEADER_TIMEOUT_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= MAX_HEADER_TIMEOUT_SECONDS:  # NaN too
+        raise ValueError(
+            f"{HEADER_TIMEOUT_ENV} must be a number of seconds above 0 and at most "
+            f"{MAX_HEADER_TIMEOUT_SECONDS:g}, not {value!r}"
+        )
+    return seconds
 
 
 def _rate_limit_from_env(value: str | None) -> str:
@@ -89,6 +108,7 @@ class Settings:
     statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS
     # SEMANTICS R13: signs cursors in place of the store's own secret; None: the store's.
     secret_key: bytes | None = field(default=None, repr=False)
+    header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -103,6 +123,7 @@ class Settings:
             allowed_hosts=hosts,
             statement_timeout_ms=_statement_timeout_from_env(env.get("AIROI_STATEMENT_TIMEOUT_MS")),
             secret_key=_secret_key_from_env(env.get("AIROI_SECRET_KEY")),
+            header_timeout_seconds=header_timeout_from_env(env.get(HEADER_TIMEOUT_ENV)),
         )
 
     def with_(self, **changes: object) -> Settings:
