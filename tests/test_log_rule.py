@@ -173,8 +173,9 @@ def test_no_failure_logs_a_secret(
             admin.dispose()
 
     # Start-up against a server that is not there, its URL carrying the password.
-    away = make_engine(f"postgresql+psycopg://airoi:{DATABASE_PASSWORD}@127.0.0.1:9/airoi")
-    serving_schema_check(away)
+    away_url = f"postgresql+psycopg://airoi:{DATABASE_PASSWORD}@127.0.0.1:9/airoi"
+    away = make_engine(away_url)
+    serving_schema_check(away, Settings(database_url=away_url))
     away.dispose()
 
     expected_statement = 503 if db_url.startswith("sqlite") else 500

@@ -111,6 +111,9 @@ class CursorCodec:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         except (binascii.Error, ValueError) as exc:
             raise refused from exc
+        if base64.urlsafe_b64encode(raw).rstrip(b"=") != cursor.encode("ascii"):
+            # Only the form issued: the last character's unused bits are not free to vary.
+            raise refused
         payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
         if len(raw) <= _TAG_BYTES or not hmac.compare_digest(tag, self._tag(payload)):
             raise refused
