@@ -8,9 +8,12 @@ by the tool endpoint, and shared by every worker through Redis when it is config
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
+import httpx
 import pytest
 import redis
 from litestar import Litestar
@@ -19,12 +22,14 @@ from sqlalchemy import Engine
 
 from airoi.app import create_app
 from airoi.auth import issue_token
+from airoi.db.engine import make_engine
 from airoi.ratelimit import LocalWindows, RateLimiter
 from airoi.settings import Settings
 from airoi.tokens import hash_token
-from tests.conftest import bearer
+from tests.conftest import _empty, bearer
 from tests.factories import BundleBuilder
-from tests.frozen import logged
+from tests.frozen import frozen, logged, own_redis
+from tests.servers import airoi_serve
 
 Client = TestClient[Litestar]
 HEADERS = (
@@ -253,3 +258,46 @@ def test_the_memory_limiter_counts_a_token_to_its_limit() -> None:
     assert (third.allowed, third.remaining) == (False, 0)
     assert first.reset_at == third.reset_at
     assert 0 < third.seconds_to_reset() <= 60
+
+
+@pytest.mark.parametrize(
+    "store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
+)
+def test_requests_waiting_on_redis_hold_no_connection(
+    store: str, request: pytest.FixtureRequest
+) -> None:
+    # Redis is asked off the event loop, so a request waits for it: holding its connection
+    # meanwhile, more concurrent requests than the pool has connections (15) left the loop
+    # blocked in a checkout until the pool's timeout (30 s), then answered 503. A Redis of
+    # the test's own, stopped for 0.15 s in every 0.2 s, makes each request wait on it.
+    url = request.getfixturevalue(f"{store}_url")
+    engine = make_engine(url)
+    _empty(engine)
+    b = BundleBuilder()
+    token = b.token(b.user(b.account()))
+    b.load(engine)
+    engine.dispose()
+    with own_redis() as (redis_url, redis_server):
+        env = {"AIROI_REDIS_URL": redis_url, "AIROI_RATE_LIMIT": "100000/minute"}
+        with airoi_serve(url, **env) as port, httpx.Client(timeout=20) as client:
+            pages = f"http://127.0.0.1:{port}/api/v1/initiatives"
+            done = threading.Event()
+
+            def stutter() -> None:
+                while not done.is_set():
+                    with frozen(redis_server.pid):
+                        time.sleep(0.15)
+                    time.sleep(0.05)
+
+            def ask(_: int) -> int:
+                return client.get(pages, headers=bearer(token)).status_code
+
+            slowing = threading.Thread(target=stutter)
+            slowing.start()
+            try:
+                with ThreadPoolExecutor(48) as pool:
+                    statuses = list(pool.map(ask, range(240)))
+            finally:
+                done.set()
+                slowing.join()
+    assert statuses == [200] * 240

@@ -126,6 +126,11 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
             context.release()
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
+        if limiter.shared:
+            # Redis is asked off the event loop: the request waits, and must not hold a
+            # connection meanwhile (checkouts on the loop would wait on waiting holders until
+            # the pool's timeout); the handler takes one again.
+            context.release()
         # Keyed by the token's hash, never the token (SEMANTICS R15).
         standing = await limiter.hit(
             hash_token(secret), where=context.route(), request_id=context.request_id

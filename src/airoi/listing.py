@@ -37,7 +37,8 @@ from airoi.api.rows import Shape, iso_ms
 from airoi.db.prepared import Prepared
 from airoi.db.secret import read_store_secret
 from airoi.db.types import LowerBound, read_stored_datetime, stores_served_text
-from airoi.errors import ApiError, bad_parameter
+from airoi.errors import bad_parameter
+from airoi.failures import database_unavailable
 from airoi.timeutil import OutOfRange, parse_datetime
 
 T = TypeVar("T")
@@ -159,7 +160,9 @@ class Cursors:
             if secret is None:
                 # Checked before serving (`airoi serve`): the row was removed since.
                 log.error("the store holds no cursor secret; run `airoi init` against it")
-                raise ApiError(503, "The service is not ready to serve lists; try again later.")
+                raise database_unavailable(
+                    "The service is not ready to serve lists; try again later."
+                )
             codec = self._codec = CursorCodec(secret)
         return codec
 

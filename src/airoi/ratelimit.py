@@ -122,6 +122,8 @@ class RateLimiter:
         self._asking_again = False
         self._retry_at = 0.0
         self._threads: ThreadPoolExecutor | None = None
+        # Whether requests are counted in Redis (and so wait for it off the event loop).
+        self.shared = bool(redis_url)
         if redis_url:
             storage = storage_from_string(
                 redis_url,
@@ -152,8 +154,8 @@ class RateLimiter:
         # The socket timeouts bound the call in its thread. This wait is a backstop, and the
         # call's own outcome is taken when it has one: the loop may have been held past the
         # backstop by other work (a statement), which says nothing of the store.
-        await asyncio.wait([asked], timeout=_BACKSTOP_S)
         try:
+            await asyncio.wait([asked], timeout=_BACKSTOP_S)
             if not asked.done():
                 asked.cancel()
                 raise TimeoutError
@@ -161,6 +163,11 @@ class RateLimiter:
         except (StorageError, TimeoutError) as exc:
             self._store_failed(exc, where, request_id)
             return self.hit_here(token_hash)
+        except BaseException:
+            # Cancelled (a client gone, a shutdown) or failed otherwise: the next request may
+            # ask again, or the store would never be asked again.
+            self._asking_again = False
+            raise
         if asking_again:
             self._store_answered()
         return self._standing(count, reset_at)

@@ -40,6 +40,10 @@ from airoi.settings import HEADER_TIMEOUT_ENV, header_timeout_from_env
 MAX_HEAD_BYTES = 16 * 1024
 MAX_TARGET_BYTES = 8 * 1024
 MAX_BODY_BYTES = 1024 * 1024
+# What a body may take on the wire, chunk framing and trailers included: a trailer is a
+# header the head's limit no longer counts, and the parser holds one whole before it hands
+# it over.
+MAX_BODY_WIRE_BYTES = 2 * MAX_BODY_BYTES + MAX_HEAD_BYTES
 PROTOCOL = "airoi.serving:LimitedHttpToolsProtocol"
 
 log = logging.getLogger("airoi.http")
@@ -65,6 +69,10 @@ def head_too_large() -> Refused:
     return Refused(
         431, f"The request's headers pass {MAX_HEAD_BYTES} bytes in all; send fewer or shorter."
     )
+
+
+def body_too_large() -> Refused:
+    return Refused(413, f"The request's body passes {MAX_BODY_BYTES} bytes; send less.")
 
 
 def refusal(status: int, message: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
@@ -96,6 +104,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.in_head = True  # between a request's first byte (or the opening) and its last header
         self.head_bytes = 0  # bytes read since the head began, an upper bound of its size
         self.body_bytes = 0
+        self.body_wire_bytes = 0  # bytes read while the body was awaited
         self.awaiting_body = False
         self.refused = False
         self.read_deadline: asyncio.TimerHandle | None = None
@@ -139,8 +148,13 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             # The app, if it is reading this request's body, sees the client gone.
             cycle.disconnected = True
             cycle.message_event.set()
-        # The app's answer to this request has begun: no other can follow it.
-        answered = cycle is not None and not self.in_head and cycle.response_started
+        # An answer has begun and not ended (this request's, or the one before a pipelined
+        # or kept-alive head), or this request is answered: no other can follow it.
+        answered = (
+            cycle is not None
+            and cycle.response_started
+            and (not cycle.response_complete or not self.in_head)
+        )
         if not self.transport.is_closing():
             if not answered:
                 self.transport.write(
@@ -162,6 +176,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         if self.in_head:
             self.head_bytes += len(data)
+        elif self.awaiting_body:
+            self.body_wire_bytes += len(data)
+            if self.body_wire_bytes > MAX_BODY_WIRE_BYTES:
+                self._refuse(body_too_large())
+                return
         try:
             self._feed(data)
         except Refused as refused:
@@ -205,7 +224,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if not self.in_head:  # the next request on this connection (or pipelined)
             self.in_head = True
             self.head_bytes = 0
-        self.body_bytes = 0
+        self.body_bytes = self.body_wire_bytes = 0
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -222,9 +241,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             if name == b"content-length":
                 declared = value.strip()
                 if declared.isdigit() and int(declared[:20]) > MAX_BODY_BYTES:
-                    raise Refused(
-                        413, f"The request's body passes {MAX_BODY_BYTES} bytes; send less."
-                    )
+                    raise body_too_large()
         self.in_head = False
         self.awaiting_body = True
         self._disarm()  # the body's deadline starts now, if the body is not all here
@@ -233,7 +250,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_body(self, body: bytes) -> None:
         self.body_bytes += len(body)
         if self.body_bytes > MAX_BODY_BYTES:
-            raise Refused(413, f"The request's body passes {MAX_BODY_BYTES} bytes; send less.")
+            raise body_too_large()
         super().on_body(body)
 
     def on_message_complete(self) -> None:
