@@ -18,12 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 
 from airoi.db.tables import accounts, tokens, users
-from airoi.failures import (
-    RETRY_AFTER_SECONDS,
-    database_failure,
-    database_unavailable,
-    log_unreadable,
-)
+from airoi.failures import log_unreadable
 from airoi.observability import asked, held_context
 
 HEALTHZ_PATH = "/healthz"
@@ -66,9 +61,6 @@ def readyz(request: Request[Any, Any, Any]) -> Health:
 __all__ = [
     "HEALTHZ_PATH",
     "READYZ_PATH",
-    "RETRY_AFTER_SECONDS",
-    "database_failure",
-    "database_unavailable",
     "healthz",
     "readyz",
 ]
