@@ -27,6 +27,11 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
    has the client make every row a dict, as a client keeping them would.
 3b. deep ÷ first: the first page and the deep one asked alternately, one at a time
    (`--pairs` each, ceiling and service), the ratio of their median times.
+3c. mixed: one light client asking limit-100 pages beside four heavy ones asking
+   /budgets?limit=500 and /roi on the same account, one server worker, for twice
+   `--seconds`: the light page's p50 and p99, the heavy call's p50, and
+   `mixed.light_p99_over_heavy_p50` (target <= 0.5: a light page does not wait for a heavy
+   call to finish).
 4. peer (SQLite only): `datasette serve --immutable` on the same file, its table JSON for
    cost_entries?account_id=1&_sort=updated_at&_size=100&_nosuggest=1 (Datasette orders by
    the sort column, then the primary key: updated_at, id), driven like the service.
@@ -78,6 +83,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -156,40 +162,50 @@ class Raw:
         has_more = len(rows) > limit
         rows = rows[:limit]
         stamp = self.stamp
+        c = COL
         data = [
             {
-                "id": r[0],
-                "initiative_id": r[2],
-                "amount_cents": r[3],
-                "currency": r[4],
-                "cost_type": r[5],
-                "cost_category": r[6],
-                "period_start": r[7],
-                "period_end": r[8],
-                "vendor_id": r[9],
-                "vendor_name": r[10],
-                "description": r[11],
-                "notes": r[12],
-                "is_estimated": bool(r[13]),
-                "locked": bool(r[14]),
-                "source": {"type": r[15], "ref": r[16], "connection_id": r[17]},
-                "created_at": stamp(r[18]),
-                "updated_at": stamp(r[19]),
+                "id": r[c["id"]],
+                "initiative_id": r[c["initiative_id"]],
+                "amount_cents": r[c["amount_cents"]],
+                "currency": r[c["currency"]],
+                "account_amount_cents": r[c["account_amount_cents"]],
+                "cost_type": r[c["cost_type"]],
+                "cost_category": r[c["cost_category"]],
+                "period_start": r[c["period_start"]],
+                "period_end": r[c["period_end"]],
+                "reported_on": r[c["entry_date"]],
+                "vendor_id": r[c["vendor_id"]],
+                "vendor_name": r[c["vendor_name"]],
+                "description": r[c["description"]],
+                "notes": r[c["notes"]],
+                "is_estimated": bool(r[c["is_estimated"]]),
+                "locked": bool(r[c["locked"]]),
+                "source": {
+                    "type": r[c["source_type"]],
+                    "ref": r[c["source_ref"]],
+                    "connection_id": r[c["source_connection_id"]],
+                },
+                "created_at": stamp(r[c["created_at"]]),
+                "updated_at": stamp(r[c["updated_at"]]),
             }
             for r in rows
         ]
         position = None
-        next_cursor = None
-        if has_more:
+        next_cursor = resume_cursor = None
+        if rows:
             last = rows[-1]
-            position = (last[19], last[0])
-            updated = _sqlite_instant(last[19]) if self.sqlite else last[19]
-            next_cursor = self.cursors.encode(
-                "cost_entries", ACCOUNT_ID, Position(updated, last[0])
+            updated_at, last_id = last[c["updated_at"]], last[c["id"]]
+            updated = _sqlite_instant(updated_at) if self.sqlite else updated_at
+            # SEMANTICS R36: the cursor after the last row, the last page's too.
+            resume_cursor = self.cursors.encode(
+                "cost_entries", ACCOUNT_ID, Position(updated, last_id)
             )
-        body = orjson.dumps(
-            {"data": data, "page": {"has_more": has_more, "next_cursor": next_cursor}}
-        )
+            if has_more:
+                position = (updated_at, last_id)
+                next_cursor = resume_cursor
+        page = {"has_more": has_more, "next_cursor": next_cursor, "resume_cursor": resume_cursor}
+        body = orjson.dumps({"data": data, "page": page})
         return body, position, len(data)
 
     def position_at(self, offset: int) -> tuple[Any, int]:
@@ -361,6 +377,7 @@ def ok(response: httpx.Response) -> httpx.Response:
 class _PageInfo(msgspec.Struct):
     has_more: bool
     next_cursor: str | None
+    resume_cursor: str | None
 
 
 class _WalkPage(msgspec.Struct):
@@ -624,6 +641,7 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
         figures.update(interleaved(raw, cases, urls, args))
         figures["deep_over_first"] = deep_over_first(raw, base, deep, cursor, args.pairs)
         figures.update(walks(raw, base, args))
+        figures["mixed"] = mixed(base, args.seconds * 2)
         figures["peak_rss_mb"] = peak_rss_mb(pid)
         figures["profile"] = profile(
             pid, f"{base}cost_entries?limit=100", args.profile_seconds, args.connections, 12
@@ -635,6 +653,60 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
     if name == "sqlite" and shutil.which("datasette"):
         figures["datasette"] = datasette(url, args)
     return figures
+
+
+MIXED_HEAVY = ("budgets?limit=500", "roi", "budgets?limit=500", "roi")
+MIXED_TARGET = 0.5  # the light page's p99 over the heavy call's p50, at most
+
+
+def mixed(base: str, seconds: float) -> dict[str, float]:
+    """One light client asking limit-100 pages while four heavy ones ask /budgets?limit=500
+    and /roi on the same account, all on the one server (one worker), each client one
+    request at a time on a keep-alive connection of its own: does a light page wait for a
+    heavy call to finish? Its p99 over the heavy call's p50 says (target <= 0.5)."""
+    url = httpx.URL(base)
+    light: list[float] = []
+    heavy: list[float] = []
+    failures: list[str] = []
+    until = time.monotonic() + seconds
+
+    def client(path: str, into: list[float]) -> None:
+        connection = http.client.HTTPConnection(url.host, url.port, timeout=120)
+        try:
+            while time.monotonic() < until and not failures:
+                started = time.perf_counter()
+                connection.request("GET", f"{url.path}{path}", headers=HEADERS)
+                response = connection.getresponse()
+                body = response.read()
+                if response.status != 200:
+                    failures.append(f"{path}: {response.status} {body[:200]!r}")
+                    return
+                into.append(time.perf_counter() - started)
+        finally:
+            connection.close()
+
+    clients = [threading.Thread(target=client, args=(p, heavy)) for p in MIXED_HEAVY]
+    clients.append(threading.Thread(target=client, args=("cost_entries?limit=100", light)))
+    with pinned(CLIENT_CORE):
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+    if failures:
+        raise AssertionError(failures[0])
+    if len(light) < 2 or not heavy:
+        raise AssertionError("the mixed case answered too few requests to measure")
+    light_ms = [x * 1000 for x in light]
+    light_p99 = statistics.quantiles(light_ms, n=100)[98] if len(light) >= 100 else max(light_ms)
+    heavy_p50 = statistics.median(heavy) * 1000
+    return {
+        "light_requests": len(light),
+        "heavy_requests": len(heavy),
+        "light_p50_ms": statistics.median(light_ms),
+        "light_p99_ms": light_p99,
+        "heavy_p50_ms": heavy_p50,
+        "light_p99_over_heavy_p50": light_p99 / heavy_p50,
+    }
 
 
 def interleaved(
@@ -877,6 +949,15 @@ def report(f: dict[str, Any]) -> list[str]:
             f"datasette with &_nocount=1 too: {d['nocount']['rps']:,.1f} req/s, p50 "
             f"{d['nocount']['p50_ms']:.1f} ms; ours = {f['over_datasette_nocount']:.1f}x"
         )
+    m = f["mixed"]
+    lines.append(
+        f"mixed load (1 light client on limit-100 pages beside 4 on /budgets?limit=500 and "
+        f"/roi): light p50 {m['light_p50_ms']:.1f} ms, p99 {m['light_p99_ms']:.1f} ms "
+        f"({m['light_requests']:,} pages); heavy p50 {m['heavy_p50_ms']:.1f} ms "
+        f"({m['heavy_requests']:,} calls); light p99 / heavy p50 = "
+        f"{m['light_p99_over_heavy_p50']:.2f}  "
+        f"{verdict(m['light_p99_over_heavy_p50'], MIXED_TARGET, False)}"
+    )
     if "money" in f:
         lines.append(
             f"/roi and /budgets on the same account against their raw SQL (today {TODAY}, "

@@ -36,7 +36,7 @@ from airoi.auth import authenticate, authorization_of, bearer_secret
 from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError
-from airoi.listing import MAX_LIMIT
+from airoi.listing import MAX_LIMIT, Cursors
 from airoi.observability import Metrics, access_line, access_log, loggable_path
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
@@ -52,6 +52,7 @@ engine = make_engine(
 )
 limiter = RateLimiter(settings.rate_limit, settings.redis_url)
 metrics = Metrics()
+cursors = Cursors(settings.secret_key)  # the store's own secret, as the service's (R13)
 encoder = msgspec.json.Encoder()
 if not access_log.handlers:  # as `airoi serve` does: one JSON line per request on stderr
     access_log.addHandler(logging.StreamHandler())
@@ -79,7 +80,11 @@ def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], i
         if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
             raise ApiError(400, "The limit parameter is not valid.")
         page = COST_ENTRIES.rows(
-            conn, account_id, cursor=values.get("cursor"), limit=int(limit_text)
+            conn,
+            account_id,
+            cursors=cursors,
+            cursor=values.get("cursor"),
+            limit=int(limit_text),
         )
         body = encoder.encode(CostEntryList(data=list(page.rows), page=page.info))
     finally:

@@ -9,6 +9,7 @@ of hanging it. These are liveness checks, not measurements (bench/deadlines.py m
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -110,6 +111,50 @@ def test_a_frozen_database_is_answered_503_and_served_again_once_it_thaws(
     assert len(messages) == 2, messages
     assert "did not answer in time" in messages[0]
     assert "answers again" in messages[1]
+
+
+# What needs no database is answered while requests wait on a frozen one: well within the
+# deadline those requests wait out (the statement timeout and the grace, 2 s here).
+NO_WAIT_BOUND_S = 0.5
+
+
+@pytest.mark.postgresql
+def test_health_and_refusals_never_wait_on_requests_waiting_for_a_frozen_database(
+    postgres: tuple[OwnPostgres, str], served: list[RunningServer]
+) -> None:
+    # Issue: a worker ran its requests' database work on its event loop, so while one request
+    # waited on the frozen server /healthz waited with it, up to the whole deadline.
+    database, token = postgres
+    server = RunningServer(
+        Settings(database_url=database.url, statement_timeout_ms=STATEMENT_TIMEOUT_MS)
+    )
+    served.append(server)
+    page = "/api/v1/initiatives"
+    with httpx.Client(base_url=server.base_url) as http:
+        assert http.get(page, headers=bearer(token), timeout=10).status_code == 200
+        with frozen(database.postmaster_pid, with_children=True):
+            answers: list[int] = []
+
+            def wait_on_the_database() -> None:
+                with httpx.Client(base_url=server.base_url) as waiting:
+                    got = waiting.get(page, headers=bearer(token), timeout=FIRST_ANSWER_BOUND_S)
+                    answers.append(got.status_code)
+
+            waiters = [threading.Thread(target=wait_on_the_database) for _ in range(4)]
+            for waiter in waiters:
+                waiter.start()
+            time.sleep(0.3)  # the four are in the store's hands by now
+            alive = [waiter.is_alive() for waiter in waiters]
+            started = time.monotonic()
+            assert http.get("/healthz", timeout=NO_WAIT_BOUND_S).status_code == 200
+            # SEMANTICS R29: no token is a 401 before the store is asked.
+            assert http.get(page, timeout=NO_WAIT_BOUND_S).status_code == 401
+            took = time.monotonic() - started
+            for waiter in waiters:
+                waiter.join(FIRST_ANSWER_BOUND_S + 1)
+        assert alive == [True] * 4, "the requests were answered before the checks ran"
+        assert took < NO_WAIT_BOUND_S
+        assert answers == [503] * 4
 
 
 def test_a_frozen_rate_limit_store_is_counted_in_memory_then_in_it_again(

@@ -195,8 +195,11 @@ def test_no_failure_logs_a_secret(
     assert "on /mcp tool list_integrations (request " in airoi_lines
     assert f"on {path} (request " in airoi_lines
     assert "on /readyz (request " in airoi_lines
-    assert "connection discarded after the answer on /mcp (request " in airoi_lines
-    assert f"connection discarded after the answer on {path} (request " in airoi_lines
+    if admin is None:
+        # SQLite: returning a closed connection fails. A PostgreSQL serving connection is in
+        # autocommit: returning it asks nothing of the server, and a dead one is not noticed.
+        assert "connection discarded after the answer on /mcp (request " in airoi_lines
+        assert f"connection discarded after the answer on {path} (request " in airoi_lines
     assert "the store cannot be reached at start (OperationalError)" in airoi_lines
     limiter = "\n".join(kept.messages("airoi.ratelimit"))
     assert f"rate limit store unreachable on {path} (request " in limiter

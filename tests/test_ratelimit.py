@@ -263,12 +263,13 @@ def test_the_memory_limiter_counts_a_token_to_its_limit() -> None:
 @pytest.mark.parametrize(
     "store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
 )
-def test_requests_waiting_on_redis_hold_no_connection(
+def test_more_requests_waiting_on_redis_than_the_pool_holds_are_all_answered(
     store: str, request: pytest.FixtureRequest
 ) -> None:
-    # Redis is asked off the event loop, so a request waits for it: holding its connection
-    # meanwhile, more concurrent requests than the pool has connections (15) left the loop
-    # blocked in a checkout until the pool's timeout (30 s), then answered 503. A Redis of
+    # Redis is asked off the event loop, so a request waits for it: when checkouts were made
+    # on the loop, more concurrent requests than the pool has connections (15) left the loop
+    # blocked in a checkout until the pool's timeout (30 s), then answered 503. Now at most
+    # as many as the pool holds pass the store's gate (airoi.store). A Redis of
     # the test's own, stopped for 0.15 s in every 0.2 s, makes each request wait on it.
     url = request.getfixturevalue(f"{store}_url")
     engine = make_engine(url)

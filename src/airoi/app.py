@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Union, cast
 
 import msgspec
+from anyio import to_thread
 from litestar import Litestar, Request, Response, Router, get
 from litestar.connection import ASGIConnection
 from litestar.datastructures import State
@@ -47,7 +48,7 @@ from airoi.api import (
     value_entries,
 )
 from airoi.api.common import provide_cursors, provide_db, provide_principal, provide_today
-from airoi.auth import authenticate, authorization_of, bearer_secret
+from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.db.engine import make_engine
 from airoi.db.migrate import require_current_schema
@@ -64,6 +65,7 @@ from airoi.health import healthz, readyz
 from airoi.listing import Cursors
 from airoi.observability import (
     Metrics,
+    RequestContext,
     access_log,
     asked,
     held_context,
@@ -73,6 +75,7 @@ from airoi.observability import (
 )
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
+from airoi.store import StoreGate, size_worker_threads
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 
@@ -119,18 +122,16 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         authorization = authorization_of(connection.scope)
         secret = bearer_secret(authorization)
         context = held_context(connection.scope)  # type: ignore[arg-type]
-        # The API's handlers read through the connection the token is looked up on; the tool
-        # endpoint opens its own, so it does not keep this one while it works.
-        principal = authenticate(context.hold(engine), authorization)
-        if not connection.scope["path"].startswith(f"{API_PREFIX}/"):
-            context.release()
+        # A place at the store's gate until the answer starts, then the lookup in a worker
+        # thread (airoi.store). The API's handlers read through the connection the token is
+        # looked up on; the tool endpoint opens its own in its tool's thread, so it does not
+        # keep this one while it works.
+        gate: StoreGate = connection.app.state.store_gate
+        context.leave_gate = await gate.enter()
+        keep = connection.scope["path"].startswith(f"{API_PREFIX}/")
+        principal = await to_thread.run_sync(_look_up, context, engine, authorization, keep)
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
-        if limiter.shared:
-            # Redis is asked off the event loop: the request waits, and must not hold a
-            # connection meanwhile (checkouts on the loop would wait on waiting holders until
-            # the pool's timeout); the handler takes one again.
-            context.release()
         # Keyed by the token's hash, never the token (SEMANTICS R15).
         standing = await limiter.hit(
             hash_token(secret), where=context.route(), request_id=context.request_id
@@ -144,6 +145,18 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
                 headers={"Retry-After": str(wait)},
             )
         return AuthenticationResult(user=principal, auth=None)
+
+
+def _look_up(
+    context: RequestContext, engine: Engine, authorization: str | None, keep: bool
+) -> Principal:
+    """In a worker thread: the token's principal, read on the request's connection, which is
+    kept for the handler when `keep` (and returned otherwise)."""
+    try:
+        return authenticate(context.hold(engine), authorization)
+    finally:
+        if not keep:
+            context.release()
 
 
 def served_methods_first(app: ASGIApp) -> ASGIApp:
@@ -438,6 +451,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
             metrics_endpoint,
         ],
         lifespan=[mcp.lifespan],
+        on_startup=[size_worker_threads],
         middleware=[
             served_methods_first,  # outermost: 405 before 401 (SEMANTICS R30)
             DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),
@@ -451,6 +465,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
                 "settings": settings,
                 "cursors": Cursors(settings.secret_key),
                 "rate_limiter": RateLimiter(settings.rate_limit, settings.redis_url),
+                "store_gate": StoreGate.of(engine),
                 "metrics": metrics,
             }
         ),

@@ -75,8 +75,13 @@ class RequestContext:
     # Set by a layer that answers 200 inside a protocol of its own (the tool endpoint) when
     # the database failed under it: the answer is this 503 instead (SPEC 7).
     unavailable: ApiError | None = None
+    # Gives back the request's place at the store's gate (airoi.store): when its answer
+    # starts, or when it ends.
+    leave_gate: Callable[[], None] | None = None
 
     def hold(self, engine: Engine) -> Connection:
+        """The request's connection, checked out on first call: only ever called in a worker
+        thread, since a checkout may wait on the server (airoi.store)."""
         if self.connection is None:
             self.connection = engine.connect()
         return self.connection
@@ -90,6 +95,12 @@ class RequestContext:
         failure = close_or_discard(connection)
         if failure is not None:
             log_discarded(failure, self.route(), self.request_id)
+
+    def leave(self) -> None:
+        """Give back the request's place at the store's gate, if it has one."""
+        leave_gate, self.leave_gate = self.leave_gate, None
+        if leave_gate is not None:
+            leave_gate()
 
     def route(self) -> str:
         """The route template asked (the path, when it is in its route's form)."""
@@ -265,6 +276,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
             if message["type"] == "http.response.start":
                 answered = True
                 context.release()
+                context.leave()
                 status = message["status"]
                 extra = [(REQUEST_ID_HEADER.lower(), context.request_id)]
                 extra += [(k.lower(), v) for k, v in context.response_headers.items()]
@@ -287,6 +299,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
                 await send_with_headers(_error_body(error, context.request_id))
         finally:
             context.release()
+            context.leave()
             context.scope = None  # no cycle through the scope: freed by reference counting
             seconds = time.perf_counter() - started
             route, path = asked(scope)

@@ -278,7 +278,7 @@ BUDGET_INITIATIVES = ListQuery(
         "one."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_budgets(
     principal: PrincipalDep,

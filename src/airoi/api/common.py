@@ -162,13 +162,16 @@ def provide_principal(request: Request[Principal, Any, State]) -> Principal:
 
 
 def provide_db(request: Request[Principal, Any, State], principal: PrincipalDep) -> Connection:
-    """The connection the token was looked up on (one pool checkout per request; the
-    outermost layer returns it: see `airoi.observability.RequestContext`)."""
+    """The connection the token was looked up on, in a worker thread (one pool checkout per
+    request; the outermost layer returns it: see `airoi.observability.RequestContext`)."""
     # It names the principal so that the two are resolved one after the other: independent
-    # dependencies are resolved side by side, in a task group, and the request would wait on
-    # the loop holding its connection (see tests/test_request_connection.py).
+    # dependencies are resolved side by side, in a task group (see
+    # tests/test_request_connection.py).
     del principal
-    return held_context(request.scope).hold(request.app.state.engine)  # type: ignore[arg-type]
+    connection = held_context(request.scope).connection  # type: ignore[arg-type]
+    if connection is None:  # a checkout here would wait on the event loop (airoi.store)
+        raise RuntimeError("the token lookup holds the connection of every /api/v1 request")
+    return connection
 
 
 def require_initiative(db: Connection, account_id: int, initiative_id: int) -> None:

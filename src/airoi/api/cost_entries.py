@@ -101,7 +101,7 @@ COST_ENTRIES = ShapedList(
         "account_amount_cents summed by cost_category over those entries gives /roi's cost."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_cost_entries(
     principal: PrincipalDep,

@@ -119,7 +119,7 @@ DECISIONS = ListQuery(
         "they stood at decision time (a snapshot, not a recomputation)."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_decisions(
     principal: PrincipalDep,

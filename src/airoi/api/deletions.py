@@ -76,7 +76,7 @@ DELETIONS = ShapedList(
         "was given again). An initiative's tombstone also removes its budget row."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_deletions(
     principal: PrincipalDep,

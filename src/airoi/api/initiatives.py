@@ -142,7 +142,7 @@ INITIATIVES = ListQuery(
         "Sample (demo) initiatives are left out unless include_sample is true."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_initiatives(
     principal: PrincipalDep,
@@ -188,7 +188,7 @@ def parse_id(value: str) -> int:
     summary="Get one initiative",
     description="One initiative of the account. An id of another account answers 404, not 403.",
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_initiative(
     principal: PrincipalDep,

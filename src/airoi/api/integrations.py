@@ -110,7 +110,7 @@ INTEGRATIONS = ListQuery(
         "Credentials, stored settings and error prose are never served."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_integrations(
     principal: PrincipalDep,

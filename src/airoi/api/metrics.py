@@ -69,7 +69,7 @@ METRICS = ListQuery(
     summary="List metric definitions",
     description="The account's metric definitions, keyed by the registry's canonical metric_key.",
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_metrics(
     principal: PrincipalDep,

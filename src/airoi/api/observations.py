@@ -87,7 +87,7 @@ OBSERVATIONS = ShapedList(
     summary="List metric observations",
     description="Readings and baselines of the account's metrics, oldest change first.",
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_observations(
     principal: PrincipalDep,

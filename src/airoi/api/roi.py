@@ -141,7 +141,7 @@ def compute_roi(
         "(not zero) when there is no cost."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_roi(
     principal: PrincipalDep,

@@ -112,7 +112,7 @@ VALUE_ENTRIES = ShapedList(
         "entries, over the window's reported_on dates, sums to /roi's approved value."
     ),
     responses=ERROR_RESPONSES,
-    sync_to_thread=False,
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_value_entries(
     principal: PrincipalDep,

@@ -8,7 +8,7 @@ With `statement_timeout_ms`, a statement running longer is cut (PostgreSQL
 
 On PostgreSQL the serving engine also keeps deadlines of its own, because a server that
 stops answering (frozen, or cut off by a partition) cannot enforce its statement timeout,
-and a worker runs its requests' database work on its event loop:
+and a request's database work holds a worker thread (see `airoi.store`) for as long as it waits:
 - connecting gives up after `connect_timeout` (at least 2 s, libpq's floor);
 - every wait on a connection's socket (a statement and its rows, a commit, a rollback,
   the pool's ping) gives up one second past the statement timeout: the server's own
@@ -17,9 +17,10 @@ and a worker runs its requests' database work on its event loop:
 - TCP keepalives and `tcp_user_timeout` let the kernel find a peer that vanished from the
   network (they do not fire for a server process that is stopped on a live host: its
   kernel still acknowledges, hence the deadline above);
+- a connection is in autocommit, so giving it back to the pool never waits on the server;
 - after a deadline passes, the database is taken as away (`DatabaseBreaker`): every
   checkout is refused at once, answered 503, instead of each request spending the deadline
-  on the event loop again; a thread probes the server each second and the engine serves
+  in a worker thread again; a thread probes the server each second and the engine serves
   again as soon as it answers. One warning when it goes, one line when it is back.
 
 A setting given in the URL's query (`?keepalives_idle=60`) wins over these defaults.
@@ -232,7 +233,15 @@ def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -
             return super().connect()
 
     engine = create_engine(
-        url, connect_args=connect_args, pool_pre_ping=True, poolclass=GuardedPool
+        url,
+        connect_args=connect_args,
+        pool_pre_ping=True,
+        poolclass=GuardedPool,
+        # Each statement its own transaction (read-only by default_transaction_read_only):
+        # no BEGIN before a request's first statement, and returning the connection to the
+        # pool sends nothing (its rollback has no transaction to end), so it never waits on
+        # the server. Statements of one request saw a snapshot each already (read committed).
+        isolation_level="AUTOCOMMIT",
     )
     cargs_list, cparams = engine.dialect.create_connect_args(engine.url)
     cargs = tuple(cargs_list)

@@ -1,0 +1,100 @@
+"""The store as a request reaches it: never from the event loop.
+
+Every wait on the database (a pool checkout, a new connection, a statement and its rows) is
+made in a worker thread, so the event loop keeps answering what needs no database while a
+request waits or the database is away: `/healthz`, a refusal, a light page beside a heavy
+one. A request of /api/v1 makes two such hops: the token lookup (which checks out the
+request's connection) and its handler (which reads through it); the tools run in worker
+threads of the SDK's own making and check out a connection there.
+
+A request that will read the store first passes the `StoreGate`: at most as many requests
+as the pool has connections hold or wait on one at once, the others wait on the event loop
+(which costs nothing) for at most the pool's own timeout, then answer 503. So a checkout in
+a worker thread never waits on the pool, and a request holding a connection never waits for
+a worker thread held by one waiting for a connection. The worker threads of an event loop
+are as many as the gate lets in (`size_worker_threads`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from anyio import to_thread
+from sqlalchemy import Engine
+from sqlalchemy.pool import QueuePool
+
+from airoi.errors import ApiError
+from airoi.failures import RETRY_AFTER_SECONDS
+
+BUSY_MESSAGE = "The service is busy; try again shortly."
+
+
+def pool_capacity(engine: Engine) -> int:
+    """How many connections the engine's pool holds at most (its size and its overflow)."""
+    pool = engine.pool
+    if isinstance(pool, QueuePool):
+        overflow = pool._max_overflow  # the pool says it nowhere public
+        if overflow >= 0:
+            return pool.size() + overflow
+        return pool.size() + 64  # unbounded overflow: the gate still bounds what waits
+    return 1
+
+
+def pool_timeout(engine: Engine) -> float:
+    return float(getattr(engine.pool, "_timeout", 30.0))
+
+
+class StoreGate:
+    """At most `capacity` requests of one event loop hold or wait on the store at once."""
+
+    def __init__(self, capacity: int, wait_s: float) -> None:
+        self.capacity = capacity
+        self.wait_s = wait_s
+        # One semaphore per event loop: a test client runs each app on a loop of its own.
+        self._semaphores: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore
+        ] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, engine: Engine) -> StoreGate:
+        return cls(pool_capacity(engine), pool_timeout(engine))
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.capacity)
+        return semaphore
+
+    async def enter(self) -> Callable[[], None]:
+        """Wait for a place (503 after `wait_s`); returns what gives it back, once."""
+        semaphore = self._semaphore()
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await semaphore.acquire()
+        except TimeoutError:
+            raise ApiError(
+                503, BUSY_MESSAGE, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
+            ) from None
+        given_back = False
+
+        def leave() -> None:
+            nonlocal given_back
+            if not given_back:
+                given_back = True
+                semaphore.release()
+
+        return leave
+
+
+def size_worker_threads(app: Any) -> None:
+    """On start-up: the event loop's worker threads as many as the gate lets requests in (a
+    few more for what reads the store without passing it: `/readyz`)."""
+    gate: StoreGate = app.state.store_gate
+    to_thread.current_default_thread_limiter().total_tokens = gate.capacity + 4
+
+
+__all__ = ["BUSY_MESSAGE", "StoreGate", "pool_capacity", "size_worker_threads"]
