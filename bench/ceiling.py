@@ -399,8 +399,15 @@ class _Walker:
         self.decoder = msgspec.json.Decoder(_WalkPage)
 
     def get(self, query: str) -> bytes:
-        self.connection.request("GET", f"{self.path}cost_entries?{query}", headers=HEADERS)
-        response = self.connection.getresponse()
+        try:
+            self.connection.request("GET", f"{self.path}cost_entries?{query}", headers=HEADERS)
+            response = self.connection.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The server closed the connection while it sat idle through the other side's
+            # turn (uvicorn's keep-alive timeout): open another, as any client would.
+            self.connection.close()
+            self.connection.request("GET", f"{self.path}cost_entries?{query}", headers=HEADERS)
+            response = self.connection.getresponse()
         body = response.read()
         assert response.status == 200, body[:500]
         return body
