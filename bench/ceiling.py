@@ -27,6 +27,8 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
    has the client make every row a dict, as a client keeping them would.
 3b. deep ÷ first: the first page and the deep one asked alternately, one at a time
    (`--pairs` each, ceiling and service), the ratio of their median times.
+3b'. compression: the same walk by one client asking for gzip and one not, in turns: bytes a
+   row on the wire, rows/s, and what a 100 Mbit/s link needs for each walk's bytes.
 3c. mixed: one light client asking limit-100 pages beside four heavy ones asking
    /budgets?limit=500 and /roi on the same account, one server worker, for twice
    `--seconds`: the light page's p50 and p99, the heavy call's p50, and
@@ -85,6 +87,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -766,11 +769,85 @@ def median_ratio(f: dict[str, Any], over: str, under: str) -> tuple[float, str]:
     return statistics.median(ratios), f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
+LINK_BYTES_PER_S = 100e6 / 8  # a 100 Mbit/s link
+
+
+def _wire_walk(base: str, encoding: str) -> Iterator[tuple[int, int]]:
+    """The service's walk at limit 500 asking `Accept-Encoding: encoding`: each page's row
+    count and the bytes its body took on the wire (a gzipped body is then unzipped and
+    checked, as a client would)."""
+    url = httpx.URL(base)
+    connection = http.client.HTTPConnection(url.host, url.port, timeout=60)
+    headers = {**HEADERS, "Accept-Encoding": encoding}
+    decoder = msgspec.json.Decoder(_WalkPage)
+    params: dict[str, Any] = {"limit": WALK_LIMIT}
+    try:
+        while True:
+            query = str(httpx.QueryParams(params))
+            try:
+                connection.request("GET", f"{url.path}cost_entries?{query}", headers=headers)
+                response = connection.getresponse()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                connection.close()  # closed while idle through the other walk's turn
+                connection.request("GET", f"{url.path}cost_entries?{query}", headers=headers)
+                response = connection.getresponse()
+            wire = response.read()
+            assert response.status == 200, wire[:500]
+            gzipped = response.getheader("content-encoding") == "gzip"
+            assert gzipped == (encoding == "gzip"), response.getheader("content-encoding")
+            page = decoder.decode(zlib.decompress(wire, 47) if gzipped else wire)
+            yield len(page.data), len(wire)
+            if not page.page.has_more:
+                return
+            params["cursor"] = page.page.next_cursor
+    finally:
+        connection.close()
+
+
+def compression(base: str, rows_expected: int) -> dict[str, Any]:
+    """Every cost entry at limit 500 walked twice by one sequential client, once asking for
+    gzip and once not, in turns of `WALK_BLOCK` pages (which goes first swapped every turn):
+    bytes a row on the wire, rows/s, and the time a 100 Mbit/s link would need for the
+    bytes of each walk."""
+    walks = {encoding: _wire_walk(base, encoding) for encoding in ("identity", "gzip")}
+    rows = dict.fromkeys(walks, 0)
+    wire = dict.fromkeys(walks, 0)
+    seconds = dict.fromkeys(walks, 0.0)
+    done: set[str] = set()
+    turn = 0
+    with pinned(CLIENT_CORE):
+        while len(done) < len(walks):
+            for encoding in sorted(walks) if turn % 2 == 0 else sorted(walks)[::-1]:
+                if encoding in done:
+                    continue
+                started = time.perf_counter()
+                pages = list(islice(walks[encoding], WALK_BLOCK))
+                seconds[encoding] += time.perf_counter() - started
+                rows[encoding] += sum(count for count, _ in pages)
+                wire[encoding] += sum(size for _, size in pages)
+                if len(pages) < WALK_BLOCK:
+                    done.add(encoding)
+            turn += 1
+    assert rows["identity"] == rows["gzip"] == rows_expected, rows
+    return {
+        encoding: {
+            "rows": rows[encoding],
+            "bytes": wire[encoding],
+            "bytes_per_row": wire[encoding] / rows[encoding],
+            "seconds": seconds[encoding],
+            "rows_per_s": rows[encoding] / seconds[encoding],
+            "link_100mbit_s": wire[encoding] / LINK_BYTES_PER_S,
+        }
+        for encoding in walks
+    }
+
+
 def walks(raw: Raw, base: str, args: argparse.Namespace) -> dict[str, Any]:
     """The full walk side by side with the ceiling's; then again, the client making dicts."""
     plain = walk_side_by_side(raw, base, args.cost_entries, decode_rows=False)
     decoded = walk_side_by_side(raw, base, args.cost_entries, decode_rows=True)
     return {
+        "compression": compression(base, args.cost_entries),
         "ceiling_walk": plain["ceiling"],
         "service_walk": plain["service"],
         "ceiling_walk_decoded": decoded["ceiling"],
@@ -956,6 +1033,18 @@ def report(f: dict[str, Any]) -> list[str]:
             f"datasette with &_nocount=1 too: {d['nocount']['rps']:,.1f} req/s, p50 "
             f"{d['nocount']['p50_ms']:.1f} ms; ours = {f['over_datasette_nocount']:.1f}x"
         )
+    c = f["compression"]
+    for encoding in ("identity", "gzip"):
+        e = c[encoding]
+        lines.append(
+            f"walk limit 500 asking {encoding:8}: {e['bytes_per_row']:6.1f} bytes a row on the "
+            f"wire, {e['bytes'] / 1e6:7.1f} MB in all, {e['rows_per_s']:8,.0f} rows/s here; a "
+            f"100 Mbit/s link needs {e['link_100mbit_s']:6.1f} s for those bytes"
+        )
+    lines.append(
+        f"gzip: {c['identity']['bytes'] / c['gzip']['bytes']:.1f}x fewer bytes, rows/s "
+        f"{c['gzip']['rows_per_s'] / c['identity']['rows_per_s']:.2f}x of identity's on loopback"
+    )
     m = f["mixed"]
     lines.append(
         f"mixed load (1 light client on limit-100 pages beside 4 on /budgets?limit=500 and "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+import httpx
 import pytest
 
 from airoi.client import AiroiError, Client
@@ -145,3 +146,33 @@ def test_frames_keep_cents_and_dates(api: Client) -> None:
     table = api.metrics().to_arrow()
     assert table.num_rows == 1
     assert str(table.schema.field("id").type) == "int64"
+
+
+class _Seen(httpx.HTTPTransport):
+    """The real transport, noting what each answer said of its encoding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str | None] = []
+        self.encodings: list[str | None] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.asked.append(request.headers.get("accept-encoding"))
+        response = super().handle_request(request)
+        self.encodings.append(response.headers.get("content-encoding"))
+        return response
+
+
+def test_the_client_asks_for_gzip_and_reads_it(base_url: str, account: Account) -> None:
+    # A page of 500 cost entries is about a tenth the bytes gzipped (bench.ceiling).
+    seen = _Seen()
+    with Client(base_url, account.token, transport=seen) as gzipping:
+        rows = gzipping.cost_entries().to_list()
+    assert rows == raw_walk(base_url, account.token, "cost_entries")
+    assert seen.asked and set(seen.asked) == {"gzip"}
+    # The fixture's pages are small; the OpenAPI description (well past 1 KiB) is not.
+    seen = _Seen()
+    with Client(base_url, account.token, transport=seen) as gzipping:
+        description = gzipping.get_json("/openapi.json")
+    assert description["openapi"].startswith("3.")
+    assert seen.encodings == ["gzip"]
