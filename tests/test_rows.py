@@ -110,6 +110,7 @@ def test_shaped_lists_read_the_keyset_from_the_served_columns_where_it_is_stored
     from airoi.api.cost_entries import COST_ENTRIES, COST_ENTRY
     from airoi.api.observations import OBSERVATION, OBSERVATIONS
     from airoi.api.value_entries import VALUE_ENTRIES, VALUE_ENTRY
+    from airoi.listing import AFTER_LATER_STAMP, AFTER_ROW, AFTER_SAME_STAMP, FROM_START
 
     for query, shape in (
         (COST_ENTRIES, COST_ENTRY),
@@ -118,7 +119,7 @@ def test_shaped_lists_read_the_keyset_from_the_served_columns_where_it_is_stored
     ):
         assert query.serves_keyset(sqlite.dialect())
         assert not query.serves_keyset(postgresql.psycopg.dialect())
-        for after in (False, True):
+        for after in (FROM_START, AFTER_ROW, AFTER_SAME_STAMP, AFTER_LATER_STAMP):
             served = query.statement(frozenset(), after, served=True)
             assert len(served.selected_columns) == shape.width
             keyed = query.statement(frozenset(), after)

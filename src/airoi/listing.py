@@ -26,6 +26,7 @@ from sqlalchemy import (
     Dialect,
     Select,
     Table,
+    and_,
     bindparam,
     select,
     tuple_,
@@ -215,6 +216,14 @@ class Page(Generic[T]):
 ExistenceCheck = Callable[[Connection, int, Any], None]
 
 
+# Which rows a page statement reads: from the account's first, or behind a cursor's position
+# (`ListQuery.fetch` says which statements a store runs for that).
+FROM_START = "start"
+AFTER_ROW = "after"
+AFTER_SAME_STAMP = "after, same stamp"
+AFTER_LATER_STAMP = "after, later stamp"
+
+
 class ListQuery:
     """One list endpoint's page query: `query` narrowed to the account, with the filters a
     request uses, in keyset order of `table`'s (updated_at, id), or of the two columns `order`
@@ -252,29 +261,59 @@ class ListQuery:
             row_id.label("keyset_id"),
         )
 
-        # A row-value comparison, so that SQLite and PostgreSQL both seek the (account_id,
-        # updated_at, id) index to the position: the OR spelling made SQLite scan from the
-        # account's first row, so a page deep in the table cost in proportion to its depth.
-        self._after = tuple_(updated_at, row_id) > tuple_(
-            bindparam("after_updated_at", type_=updated_at.type),
-            bindparam("after_id", type_=row_id.type),
-        )
+        after_stamp = bindparam("after_updated_at", type_=updated_at.type)
+        after_id = bindparam("after_id", type_=row_id.type)
+        self._after: dict[str, ColumnElement[bool]] = {
+            # PostgreSQL seeks the (account_id, updated_at, id) index to a row value: one
+            # statement. (An OR spelling made SQLite scan from the account's first row.)
+            AFTER_ROW: tuple_(updated_at, row_id) > tuple_(after_stamp, after_id),
+            # SQLite seeks a row value on its first column only, then filters: every row
+            # sharing the position's updated_at (all the rows of one bulk load) was read
+            # again on every page, so a walk cost in proportion to the square of its length.
+            # Two seeks instead: the rest of the rows of that stamp, then the later ones.
+            AFTER_SAME_STAMP: and_(updated_at == after_stamp, row_id > after_id),
+            AFTER_LATER_STAMP: updated_at > after_stamp,
+        }
         self._order = (updated_at, row_id)
-        self._statements: dict[tuple[frozenset[str], bool, bool], Select[Any]] = {}
+        self._statements: dict[tuple[frozenset[str], str, bool], Select[Any]] = {}
 
-    def statement(self, used: frozenset[str], after: bool, served: bool = False) -> Select[Any]:
-        """The page statement for the filters `used`, behind a cursor or not; `served`: without
-        the keyset columns (the rows carry them as served, see `ShapedList`)."""
+    def statement(self, used: frozenset[str], after: str, served: bool = False) -> Select[Any]:
+        """The page statement for the filters `used`, from the start (`FROM_START`) or behind a
+        cursor (`AFTER_*`); `served`: without the keyset columns (the rows carry them as
+        served, see `ShapedList`)."""
         key = (used, after, served)
         statement = self._statements.get(key)
         if statement is None:
             base = self._served_base if served else self._keyed_base
             statement = base.where(*(self.filters[name] for name in sorted(used)))
-            if after:
-                statement = statement.where(self._after)
+            if after != FROM_START:
+                statement = statement.where(self._after[after])
             statement = statement.order_by(*self._order).limit(bindparam("page_rows"))
             self._statements[key] = statement
         return statement
+
+    def fetch(
+        self,
+        conn: Connection,
+        behind_cursor: bool,
+        params: dict[str, Any],
+        run: Callable[[str], Sequence[Sequence[Any]]],
+    ) -> Sequence[Sequence[Any]]:
+        """The page's rows (one more than asked, if there is one): `run(after)` runs the
+        statement of that kind with `params`, which hold `page_rows`."""
+        if not behind_cursor:
+            return run(FROM_START)
+        if conn.dialect.name != "sqlite":
+            return run(AFTER_ROW)
+        wanted = params["page_rows"]
+        same = run(AFTER_SAME_STAMP)
+        if len(same) >= wanted:
+            return same
+        params["page_rows"] = wanted - len(same)
+        try:
+            return [*same, *run(AFTER_LATER_STAMP)]
+        finally:
+            params["page_rows"] = wanted
 
     def page(
         self,
@@ -289,7 +328,9 @@ class ListQuery:
     ) -> Page[T]:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
         (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
-        fetched = conn.execute(self.statement(used, after), params).all()
+        fetched = self.fetch(
+            conn, after, params, lambda kind: conn.execute(self.statement(used, kind), params).all()
+        )
         rows, has_more, next_cursor, resume = self._cut(
             conn, account_id, cursors, fetched, limit, _KEYSET_LAST, cursor
         )
@@ -385,7 +426,7 @@ class ShapedList(ListQuery, Generic[S]):
         )
         self.shape = shape
         self._served_keyset = _keyset_in(shape, self.order_columns)
-        self._prepared: dict[tuple[frozenset[str], bool, bool], Prepared] = {}
+        self._prepared: dict[tuple[frozenset[str], str, bool], Prepared] = {}
         self._builders: dict[str, Callable[[Iterable[Sequence[Any]]], list[S]]] = {}
         self._serves_keyset: dict[str, bool] = {}
 
@@ -416,19 +457,27 @@ class ShapedList(ListQuery, Generic[S]):
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
         (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
         served = self.serves_keyset(conn.dialect)
-        key = (used, after, served)
-        prepared = self._prepared.get(key)
-        if prepared is None:
-            prepared = self._prepared[key] = Prepared(self.statement(*key))
+
+        ran: list[Prepared] = []
+
+        def run(kind: str) -> Sequence[Sequence[Any]]:
+            key = (used, kind, served)
+            prepared = self._prepared.get(key)
+            if prepared is None:
+                prepared = self._prepared[key] = Prepared(self.statement(*key))
+            ran.append(prepared)
+            return prepared.rows(conn, params)
+
+        fetched = self.fetch(conn, after, params, run)
         keyset_at = self._served_keyset if served else _KEYSET_LAST
         assert keyset_at is not None
         rows, has_more, next_cursor, resume = self._cut(
-            conn, account_id, cursors, prepared.rows(conn, params), limit, keyset_at, cursor
+            conn, account_id, cursors, fetched, limit, keyset_at, cursor
         )
         builder = self._builders.get(conn.dialect.name)
         if builder is None:
             # Every statement of the list selects the Shape's columns first (the keyset ones
             # follow or not), so they share processors; the builder ignores the rest.
-            processors = prepared.result_processors(conn.dialect)
+            processors = ran[0].result_processors(conn.dialect)
             builder = self._builders[conn.dialect.name] = self.shape.builder(processors)
         return Page(builder(rows), has_more, next_cursor, resume)
