@@ -39,9 +39,16 @@ _encode = msgspec.json.Encoder().encode
 class UtcFormatter(logging.Formatter):
     """`%(asctime)s` as 2026-11-25T22:41:07.123Z."""
 
+    # The last second written, as text: a busy worker writes many lines in each.
+    _second: tuple[int, str] = (-1, "")
+
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-        return f"{seconds}.{int(record.msecs):03d}Z"
+        whole = int(record.created)
+        second, text = self._second
+        if whole != second:
+            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+            self._second = (whole, text)
+        return f"{text}.{int(record.msecs):03d}Z"
 
 
 class TextFormatter(UtcFormatter):
