@@ -23,7 +23,6 @@ reads the page and encodes it. The two side by side show what those duties cost 
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from typing import Any
@@ -37,7 +36,8 @@ from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError
 from airoi.listing import MAX_LIMIT, Cursors
-from airoi.observability import Metrics, access_line, access_log, loggable_path
+from airoi.logs import configure_logging
+from airoi.observability import Metrics, log_access, loggable_path
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
 from airoi.tokens import hash_token
@@ -54,10 +54,7 @@ limiter = RateLimiter(settings.rate_limit, settings.redis_url)
 metrics = Metrics()
 cursors = Cursors(settings.secret_key)  # the store's own secret, as the service's (R13)
 encoder = msgspec.json.Encoder()
-if not access_log.handlers:  # as `airoi serve` does: one JSON line per request on stderr
-    access_log.addHandler(logging.StreamHandler())
-    access_log.setLevel(logging.INFO)
-    access_log.propagate = False
+configure_logging(settings.log_format, settings.log_level)  # as `airoi serve` does
 
 
 def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], int]:
@@ -132,6 +129,4 @@ async def _serve(scope: dict[str, Any], receive: Any, send: Any, *, duties: bool
     seconds = time.perf_counter() - started
     metrics.observe(scope["method"], PATH, status, seconds)
     path = loggable_path(scope["path"], PATH)
-    access_log.info(
-        access_line(scope["method"], path, PATH, status, seconds, account_id, request_id)
-    )
+    log_access(scope["method"], path, PATH, status, seconds, account_id, request_id)

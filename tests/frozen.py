@@ -183,7 +183,8 @@ def own_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 def logged(name: str) -> Iterator[list[logging.LogRecord]]:
     """The records of logger `name` (and below) at WARNING and up, during the block.
 
-    On the logger itself: the app's logging set-up removes caplog's handler from the root.
+    On the logger itself: the served app's logging set-up (airoi.logs) replaces the root's
+    handlers, caplog's among them.
     """
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.WARNING)

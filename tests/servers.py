@@ -10,7 +10,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -65,28 +66,32 @@ def free_port() -> int:
 
 
 @contextmanager
-def airoi_serve(database_url: str, *args: str, **env: str) -> Iterator[int]:
+def airoi_serve(
+    database_url: str, *args: str, stderr_to: Path | None = None, **env: str
+) -> Iterator[int]:
     """`airoi serve ARGS` on a free loopback port, with `env` added; yields the port once
-    /healthz answers."""
+    /healthz answers. Its stderr (its log) is written to `stderr_to`, if given."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "airoi", "serve", "--port", str(port), *args],
-        env={**os.environ, "AIROI_DATABASE_URL": database_url, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            if server.poll() is not None:
-                raise RuntimeError(f"airoi serve exited with {server.returncode}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("airoi serve did not come up")
-        yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with ExitStack() as stack:
+        stderr = stack.enter_context(stderr_to.open("w")) if stderr_to else subprocess.DEVNULL
+        server = subprocess.Popen(
+            [sys.executable, "-m", "airoi", "serve", "--port", str(port), *args],
+            env={**os.environ, "AIROI_DATABASE_URL": database_url, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        try:
+            for _ in range(300):
+                if server.poll() is not None:
+                    raise RuntimeError(f"airoi serve exited with {server.returncode}")
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            else:
+                raise RuntimeError("airoi serve did not come up")
+            yield port
+        finally:
+            server.terminate()
+            server.wait(timeout=30)

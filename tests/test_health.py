@@ -98,7 +98,7 @@ def test_a_database_fault_is_logged_with_the_route_not_the_path_as_sent(app_clie
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("airoi")  # set up by the app: caplog's root handler is gone
+    logger = logging.getLogger("airoi")  # on the logger, whatever the root's handlers are
     logger.addHandler(handler)
     try:
         for path in (f"/api/v1/initiatives/{pasted}", "/api/v1/initiatives/42"):

@@ -7,8 +7,9 @@ database and Redis URLs' passwords, a tool argument, and the column, table and p
 a statement that fails. Failures are then forced on the HTTP API, on /mcp, on /readyz, in
 the rate limiter and at start-up, with uvicorn serving, while every record of every logger
 is kept (the root logger at DEBUG; records caught as each logger hands them to its handlers,
-whether or not they propagate) and formatted with its exception's traceback. No canary may
-appear in any of them.
+whether or not they propagate) and formatted with its exception's traceback, plainly and in
+both formats of `airoi serve`'s log (AIROI_LOG_FORMAT json and text). No canary may appear in
+any of them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import airoi.observability
 import airoi.tools.server
 from airoi.app import serving_schema_check
 from airoi.db.engine import make_engine
+from airoi.logs import JsonFormatter, TextFormatter
 from airoi.settings import Settings
 from airoi.tokens import hash_token
 from tests.conftest import bearer
@@ -41,6 +43,7 @@ TABLE = "canary_table_0b4c"
 PARAMETER = "param-CANARY-a61f"
 ARGUMENT = "argument-CANARY-c03e"
 FORMAT = logging.Formatter("%(name)s %(levelname)s %(message)s")
+SERVE_FORMATS = (JsonFormatter(), TextFormatter())
 
 
 class Kept:
@@ -51,7 +54,8 @@ class Kept:
         self.stream = io.StringIO()
 
     def texts(self) -> list[str]:
-        return [FORMAT.format(r) for r in self.records] + [self.stream.getvalue()]
+        formats = (FORMAT, *SERVE_FORMATS)
+        return [f.format(r) for f in formats for r in self.records] + [self.stream.getvalue()]
 
     def messages(self, name: str = "airoi") -> list[str]:
         return [r.getMessage() for r in self.records if r.name == name]

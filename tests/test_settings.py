@@ -19,6 +19,18 @@ def test_defaults() -> None:
     assert settings.database_url == DEFAULT_DATABASE_URL == "sqlite:///airoi.db"
     assert settings.today is None
     assert settings.rate_limit == "600/minute"
+    assert (settings.log_format, settings.log_level) == ("json", "info")
+
+
+def test_the_log_format_and_level_are_read_and_checked() -> None:
+    settings = Settings.from_env({"AIROI_LOG_FORMAT": "TEXT", "AIROI_LOG_LEVEL": "Warning"})
+    assert (settings.log_format, settings.log_level) == ("text", "warning")
+    with pytest.raises(
+        ValueError, match=r"^AIROI_LOG_FORMAT must be one of json, text, not 'xml'$"
+    ):
+        Settings.from_env({"AIROI_LOG_FORMAT": "xml"})
+    with pytest.raises(ValueError, match=r"^AIROI_LOG_LEVEL must be one of debug, info, warning"):
+        Settings.from_env({"AIROI_LOG_LEVEL": "verbose"})
 
 
 def test_today_is_the_utc_date_unless_fixed() -> None:

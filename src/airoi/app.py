@@ -8,7 +8,6 @@ existence (404).
 import gc
 import logging
 import re
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Union, cast
@@ -63,10 +62,10 @@ from airoi.failures import (
 )
 from airoi.health import healthz, readyz
 from airoi.listing import Cursors
+from airoi.logs import configure_logging
 from airoi.observability import (
     Metrics,
     RequestContext,
-    access_log,
     asked,
     held_context,
     metrics_endpoint,
@@ -470,6 +469,9 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
             }
         ),
         debug=False,
+        # The process's logging is `airoi serve`'s to set (airoi.logs), not the framework's,
+        # whose default replaces the root logger's handlers with its own format.
+        logging_config=None,
     )
     redact_library_logs()  # once the engine and the tool server have made their loggers
     conditional_get(app, f"{API_PREFIX}/")  # inside HEAD-as-GET, so HEAD gets GET's ETag
@@ -480,14 +482,9 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
 
 def app_from_env() -> Litestar:
     """The app `airoi serve` runs (a factory, so every worker builds its own)."""
-    if not access_log.handlers:
-        # One JSON line per request on stderr, beside the server's own log.
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        access_log.addHandler(handler)
-        access_log.setLevel(logging.INFO)
-        access_log.propagate = False
     settings = Settings.from_env()
+    # Before anything logs; done already in the process `airoi serve` itself runs in.
+    configure_logging(settings.log_format, settings.log_level)
     app = create_app(settings)
     serving_schema_check(app.state.engine, settings)
     # What start-up made (modules, routes, compiled statements) lives as long as the process:

@@ -413,9 +413,11 @@ def _require_free_port(host: str, port: int) -> None:
 def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     import uvicorn
 
+    from airoi.logs import configure_logging
     from airoi.serving import PROTOCOL
     from airoi.settings import HEADER_TIMEOUT_ENV
 
+    configure_logging(settings.log_format, settings.log_level)
     # The workers read these from the environment they inherit.
     os.environ["AIROI_DATABASE_URL"] = settings.database_url
     os.environ[HEADER_TIMEOUT_ENV] = repr(settings.header_timeout_seconds)
@@ -426,8 +428,11 @@ def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
         port=port,
         workers=workers,
         http=PROTOCOL,  # httptools, with bounds on the head, the body and the time to send them
-        log_level="warning",
-        access_log=False,
+        # The server's loggers go through the service's one handler (airoi.logs): no config
+        # of uvicorn's own, in this process or in a worker, where the app factory sets it.
+        log_config=None,
+        log_level=None,
+        access_log=False,  # the service writes its own access line, without the query string
     )
 
 
@@ -440,11 +445,17 @@ def serve(
 ) -> None:
     """Serve the HTTP API at /api/v1 and the tool endpoint at /mcp."""
     _require_server("serve")
+    import logging
+
+    from airoi.logs import configure_logging
+
     settings = _settings(database_url)
+    # Before the start-up check, which may log that the store cannot be reached yet.
+    configure_logging(settings.log_format, settings.log_level)
     _require_current_schema(settings)
     _require_free_port(host, port)
     base_url, _ = _base_urls(host, port)
-    err.print(f"Serving {base_url}", highlight=False)
+    logging.getLogger("airoi").info("serving %s", base_url)
     _serve(settings, host, port, workers)
 
 

@@ -5,8 +5,9 @@ request a `RequestContext` in its scope, which the inner layers fill (the
 authentication middleware sets the account and the rate-limit headers and holds
 the request's database connection; the error handler reads the request id into
 the error body), and on the way out it returns the connection to the pool, adds
-the context's headers to the response, writes one JSON line on the
-`airoi.access` logger and counts the request by route template and status.
+the context's headers to the response, writes one line on the `airoi.access` logger
+(its fields beside time, level and logger in JSON, airoi.logs) and counts the request by
+route template and status.
 
 The log line holds the method, the path without its query string (only in the form its
 route serves, ids in digits; null otherwise), the route template, the status, the duration,
@@ -16,7 +17,6 @@ credential (SEMANTICS R15).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -32,6 +32,7 @@ from litestar import Litestar, Request, get
 from airoi.db.engine import close_or_discard
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.failures import FAILED_MESSAGE, log_discarded, log_failure
+from airoi.logs import FIELDS
 from airoi.tokens import SECRET_MIN_LENGTH
 
 if TYPE_CHECKING:
@@ -193,22 +194,7 @@ class Metrics:
         return "\n".join(lines) + "\n"
 
 
-class AccessLine(msgspec.Struct):
-    """What the access log says of one request, in this order."""
-
-    method: str
-    path: str | None
-    route: str
-    status: int
-    duration_ms: float
-    account_id: int | None
-    request_id: str
-
-
-_encode_line = msgspec.json.Encoder().encode
-
-
-def access_line(
+def log_access(
     method: str,
     path: str | None,
     route: str,
@@ -216,19 +202,32 @@ def access_line(
     seconds: float,
     account_id: int | None,
     request_id: str,
-) -> str:
-    """The access log's JSON line for one request: never a query value, a token, an e-mail
-    address or a credential (SEMANTICS R15)."""
-    line = AccessLine(method, path, route, status, round(seconds * 1000, 3), account_id, request_id)
-    try:
-        text = _encode_line(line).decode()
-        if text.isascii():
-            return text
-    except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
-        pass
-    # Kept ASCII, as the line always was: a client's path can carry U+2028 or NEL, which a
-    # reader splitting on every line break would cut the line at (rare: escaped the slow way).
-    return json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
+) -> None:
+    """Write the access line of one request: never a query value, a token, an e-mail address or
+    a credential (SEMANTICS R15). In JSON its fields stand beside time, level and logger
+    (airoi.logs); in text they are the message."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
+    duration_ms = round(seconds * 1000, 3)
+    fields = {
+        "method": method,
+        "path": path,
+        "route": route,
+        "status": status,
+        "duration_ms": duration_ms,
+        "account_id": account_id,
+        "request_id": request_id,
+    }
+    access_log.info(
+        "%s %s %s %s ms account %s request %s",
+        method,
+        route if path is None else path,
+        status,
+        duration_ms,
+        "-" if account_id is None else account_id,
+        request_id,
+        extra={FIELDS: fields},
+    )
 
 
 _ROUTE_FORMS: dict[str, re.Pattern[str]] = {}
@@ -305,16 +304,8 @@ def observe(app: Litestar, metrics: Metrics) -> None:
             route, path = asked(scope)
             method = context.method if context.method in _METHODS else "other"
             metrics.observe(method, route, status, seconds)
-            access_log.info(
-                access_line(
-                    context.method,
-                    path,
-                    route,
-                    status,
-                    seconds,
-                    context.account_id,
-                    context.request_id,
-                )
+            log_access(
+                context.method, path, route, status, seconds, context.account_id, context.request_id
             )
 
     app.asgi_handler = cast(Any, handler)
@@ -348,8 +339,8 @@ __all__ = [
     "METRICS_PATH",
     "Metrics",
     "RequestContext",
-    "access_line",
     "held_context",
+    "log_access",
     "metrics_endpoint",
     "observe",
     "request_context",

@@ -16,6 +16,14 @@ MAX_LOAD_WAIT_SECONDS = 86_400
 HEADER_TIMEOUT_ENV = "AIROI_HEADER_TIMEOUT_SECONDS"
 DEFAULT_HEADER_TIMEOUT_SECONDS = 15.0
 MAX_HEADER_TIMEOUT_SECONDS = 300.0
+# `airoi serve`'s log: one JSON object a line (for a collector) or text (for a terminal), and
+# the level of the service's own loggers (airoi.logs).
+LOG_FORMAT_ENV = "AIROI_LOG_FORMAT"
+LOG_LEVEL_ENV = "AIROI_LOG_LEVEL"
+LOG_FORMATS = ("json", "text")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_LOG_FORMAT = "json"
+DEFAULT_LOG_LEVEL = "info"
 
 
 def _today_from_env(value: str | None) -> date | None:
@@ -57,6 +65,14 @@ def header_timeout_from_env(value: str | None) -> float:
             f"{MAX_HEADER_TIMEOUT_SECONDS:g}, not {value!r}"
         )
     return seconds
+
+
+def _one_of(name: str, value: str | None, choices: tuple[str, ...], default: str) -> str:
+    if not value:
+        return default
+    if value.lower() not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return value.lower()
 
 
 def _rate_limit_from_env(value: str | None) -> str:
@@ -109,6 +125,8 @@ class Settings:
     # SEMANTICS R13: signs cursors in place of the store's own secret; None: the store's.
     secret_key: bytes | None = field(default=None, repr=False)
     header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS
+    log_format: str = DEFAULT_LOG_FORMAT
+    log_level: str = DEFAULT_LOG_LEVEL
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -124,6 +142,10 @@ class Settings:
             statement_timeout_ms=_statement_timeout_from_env(env.get("AIROI_STATEMENT_TIMEOUT_MS")),
             secret_key=_secret_key_from_env(env.get("AIROI_SECRET_KEY")),
             header_timeout_seconds=header_timeout_from_env(env.get(HEADER_TIMEOUT_ENV)),
+            log_format=_one_of(
+                LOG_FORMAT_ENV, env.get(LOG_FORMAT_ENV), LOG_FORMATS, DEFAULT_LOG_FORMAT
+            ),
+            log_level=_one_of(LOG_LEVEL_ENV, env.get(LOG_LEVEL_ENV), LOG_LEVELS, DEFAULT_LOG_LEVEL),
         )
 
     def with_(self, **changes: object) -> Settings:
