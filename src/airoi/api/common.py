@@ -42,9 +42,10 @@ class _Int64:
 
 
 INT64 = _Int64()
-# Every integer a row serves is described as int64: ids are BIGINT (SEMANTICS R13), a large
-# account's totals in cents pass 2**31, and a count may too. A client generated from a plain
-# `integer` would type them as 32-bit. msgspec ignores the marker: only the description sees it.
+# Every integer a row serves is described as int64: ids are BIGINT (SEMANTICS R13), amounts in
+# cents fit 64 bits (R38) and a large account's pass 2**31, and a count may too. A client
+# generated from a plain `integer` types them as 32-bit. msgspec ignores the marker: only the
+# description sees it. Bounded integers stay plain: `limit` (at most 500), an HTTP status.
 Int64 = Annotated[int, INT64]
 Id = Int64
 Cents = Int64
