@@ -58,9 +58,11 @@ class RoiCost(msgspec.Struct):
 class RoiSummary(msgspec.Struct):
     scope: RoiScope
     period: RoiPeriod
-    currency: Annotated[str, note("ISO 4217 code of every amount.")]
+    currency: Annotated[str, note("ISO 4217 code of every amount.", "USD")]
     approved_value_cents: Annotated[Cents, note("Approved value entries only.")]
-    total_cost_cents: Annotated[Cents, note("Everything the initiatives in scope have cost.")]
+    total_cost_cents: Annotated[
+        Cents, note("Everything the initiatives in scope have cost.", 299_966_852_112)
+    ]
     net_value_cents: Annotated[Cents, note("Approved value minus total cost.")]
     roi: Annotated[
         float | None,
