@@ -10,9 +10,12 @@ from typing import Any
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from sqlalchemy import Engine
 
 from airoi.app import create_app
 from airoi.settings import Settings
+from tests.conftest import bearer
+from tests.factories import BundleBuilder
 
 SPEC_PATHS = {
     "/api/v1/openapi.json",
@@ -159,3 +162,101 @@ def test_cli_prints_the_served_description(document: dict[str, Any]) -> None:
         env={"AIROI_DATABASE_URL": "sqlite:///:memory:", "PATH": ""},
     )
     assert json.loads(result.stdout) == document
+
+
+def integer_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The integer branches of a property's schema (itself, or its oneOf/anyOf options)."""
+    options = [schema, *schema.get("oneOf", ()), *schema.get("anyOf", ())]
+    return [o for o in options if o.get("type") == "integer" or "integer" in (o.get("type") or ())]
+
+
+def test_every_id_cent_and_count_is_int64(document: dict[str, Any]) -> None:
+    # SEMANTICS R13 (ids are BIGINT), R38 (amounts fit 64 bits, and pass 2**31): a generator
+    # types a plain integer as 32-bit.
+    seen = 0
+    for name, schema in document["components"]["schemas"].items():
+        for field, prop in schema.get("properties", {}).items():
+            for option in integer_schemas(prop):
+                if (name, field) == ("ErrorDetail", "status"):  # an HTTP status code
+                    assert "format" not in option
+                    continue
+                assert option.get("format") == "int64", (name, field)
+                seen += 1
+    assert seen >= 50
+    for path, item in document["paths"].items():
+        for param in item["get"].get("parameters", []):
+            if param["name"] == "id" or param["name"].endswith("_id"):
+                assert param["schema"]["format"] == "int64", (path, param["name"])
+
+
+def test_conditional_and_refused_answers_are_declared(document: dict[str, Any]) -> None:
+    rate_limit = {
+        f"{prefix}RateLimit-{part}"
+        for prefix in ("", "X-")
+        for part in ("Limit", "Remaining", "Reset")
+    }
+    for path, item in document["paths"].items():
+        op = item["get"]
+        responses = op["responses"]
+        assert op.get("tags"), path
+        # Every GET under /api/v1 is tagged and may be answered 304 (airoi.conditional).
+        assert "content" not in responses["304"], path
+        assert {"ETag", "X-Request-Id"} <= set(responses["200"]["headers"]), path
+        assert {"ETag", "X-Request-Id"} <= set(responses["304"]["headers"]), path
+        if path == "/api/v1/openapi.json":
+            # Needs no token, so it is never counted against a budget.
+            assert not rate_limit & set(responses["200"]["headers"])
+            continue
+        assert rate_limit <= set(responses["200"]["headers"]), path
+        assert rate_limit <= set(responses["304"]["headers"]), path
+        for status in ("429", "503"):
+            assert "Retry-After" in responses[status]["headers"], (path, status)
+            schema = responses[status]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorBody"}
+        for headers in (r.get("headers", {}) for r in responses.values()):
+            for header in headers.values():
+                assert header["schema"]["type"] in {"string", "integer"}
+                assert header["description"]
+                assert not header.get("required")
+
+
+def test_spec_field_notes_are_described(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+
+    def described(name: str, field: str) -> str:
+        text: str = schemas[name]["properties"][field].get("description", "")
+        return text
+
+    # SPEC 2's notes, each next to its field.
+    assert "positive means under budget" in described("BudgetRow", "variance_cents")
+    assert "exactly when status is approved" in described("ValueEntry", "counts_toward_roi")
+    assert "group spend by" in described("CostEntry", "vendor_id").lower()
+    assert "null is not zero" in described("RoiSummary", "roi")
+    assert "person must reconnect" in described("Integration", "reauth_required_at")
+    texts = [
+        prop["description"]
+        for schema in schemas.values()
+        for prop in schema.get("properties", {}).values()
+        if "description" in prop
+    ]
+    assert len(set(texts)) >= 100
+
+
+def test_declared_headers_are_served(
+    client: TestClient[Litestar], engine: Engine, document: dict[str, Any]
+) -> None:
+    b = BundleBuilder()
+    account = b.account()
+    token = b.token(b.user(account))
+    b.initiative(account)
+    b.load(engine)
+    declared = document["paths"]["/api/v1/initiatives"]["get"]["responses"]
+    ok = client.get("/api/v1/initiatives", headers=bearer(token))
+    assert ok.status_code == 200
+    assert {name.lower() for name in declared["200"]["headers"]} <= set(ok.headers.keys())
+    again = client.get(
+        "/api/v1/initiatives", headers={**bearer(token), "If-None-Match": ok.headers["etag"]}
+    )
+    assert again.status_code == 304
+    assert again.content == b""
+    assert {name.lower() for name in declared["304"]["headers"]} <= set(again.headers.keys())

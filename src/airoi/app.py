@@ -46,7 +46,17 @@ from airoi.api import (
     roi,
     value_entries,
 )
-from airoi.api.common import provide_cursors, provide_db, provide_principal, provide_today
+from airoi.api.common import (
+    ERROR_RESPONSES,
+    SUCCESS_HEADERS,
+    ApiOperation,
+    Int64SchemaPlugin,
+    documented_headers,
+    provide_cursors,
+    provide_db,
+    provide_principal,
+    provide_today,
+)
 from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.db.engine import make_engine
@@ -320,6 +330,10 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
     summary="The OpenAPI 3.1 description of this API",
     description="Generated from the served routes and their response types. Needs no token.",
     opt={PUBLIC_OPT: True},
+    response_headers=documented_headers("ETag", "X-Request-Id"),
+    responses={304: ERROR_RESPONSES[304]},
+    operation_class=ApiOperation,
+    tags=["Description"],
     sync_to_thread=False,
 )
 def openapi_description(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -408,6 +422,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         API_PREFIX,
         route_handlers=ROUTE_HANDLERS,
         security=[{"bearerAuth": []}],
+        response_headers=SUCCESS_HEADERS,
         dependencies={
             "principal": Provide(provide_principal, sync_to_thread=False),
             "db": Provide(provide_db, sync_to_thread=False),
@@ -458,6 +473,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         before_request=strict_parameters,
         exception_handlers={Exception: handle_error},
         openapi_config=openapi,
+        plugins=[Int64SchemaPlugin()],
         state=State(
             {
                 "engine": engine,

@@ -3,6 +3,8 @@ plus `request_id` (added, SPEC 9: consumers tolerate added fields)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 
@@ -17,10 +19,13 @@ class ApiError(Exception):
 
 
 class ErrorDetail(msgspec.Struct, omit_defaults=True):
-    status: int
-    message: str
+    status: Annotated[int, msgspec.Meta(description="The HTTP status of the answer.")]
+    message: Annotated[str, msgspec.Meta(description="One sentence saying what went wrong.")]
     # The X-Request-Id of the request, so a report can be matched to its log line.
-    request_id: str | None = None
+    request_id: Annotated[
+        str | None,
+        msgspec.Meta(description="The X-Request-Id of the request, to match it to its log line."),
+    ] = None
 
 
 class ErrorBody(msgspec.Struct):

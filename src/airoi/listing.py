@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 import msgspec
 from sqlalchemy import (
@@ -52,8 +52,13 @@ log = logging.getLogger("airoi")
 
 
 class PageInfo(msgspec.Struct):
-    has_more: bool
-    next_cursor: str | None
+    has_more: Annotated[bool, msgspec.Meta(description="Whether another page follows.")]
+    next_cursor: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Null on the last page; pass it as cursor to get the next page. Opaque."
+        ),
+    ]
 
 
 class ResumablePageInfo(PageInfo):
@@ -61,7 +66,16 @@ class ResumablePageInfo(PageInfo):
 
     # After the last row of this page (the last page included); on a page with no rows the
     # cursor passed, or null when none was.
-    resume_cursor: str | None
+    resume_cursor: Annotated[
+        str | None,
+        msgspec.Meta(
+            description=(
+                "After the last row of this page, the last page included: keep it and pass it as "
+                "cursor later to get only what changed since. On a page with no rows, the cursor "
+                "passed (null when none was)."
+            )
+        ),
+    ]
 
 
 @dataclass(frozen=True)

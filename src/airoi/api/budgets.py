@@ -20,15 +20,20 @@ from sqlalchemy import Connection, bindparam, func, select
 from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
+    ApiOperation,
+    Cents,
     Cursor,
     CursorsDep,
     DbDep,
+    Id,
     IncludeSample,
     InitiativeFilter,
+    Int64,
     Limit,
     Person,
     PrincipalDep,
     Today,
+    note,
     person,
 )
 from airoi.api.rows import Row
@@ -42,44 +47,112 @@ BudgetStatus = Literal["no_budget", "scheduled", "within", "over"]
 
 
 class CurrentVersion(Row):
-    id: int
-    effective_from: date
-    ends_on: date | None
-    capex_cents: int
-    opex_cents: int
+    id: Id
+    effective_from: Annotated[
+        date, note("Applies from the whole month containing this date; no day proration.")
+    ]
+    ends_on: Annotated[date | None, note("Last month covered, whole-month.")]
+    capex_cents: Annotated[Cents, note("One-off total, not accrued.")]
+    opex_cents: Annotated[Cents, note("A rate per opex_cadence.")]
     opex_cadence: Literal["monthly", "quarterly", "annually"]
     source: Literal["approval", "revision", "manual"]
-    reason: str | None
-    set_by: Person | None
+    reason: Annotated[str | None, note("Words of whoever set it.")]
+    set_by: Annotated[Person | None, note("Who set it, by name only.")]
 
 
 class BudgetRow(Row):
-    initiative_id: int
-    budgeted: bool
-    status: BudgetStatus
-    over_parts: list[Literal["capex", "opex"]]
-    currency: str | None
-    as_of: date
-    capex_budget_cents: int
-    capex_actual_cents: int
-    capex_remaining_cents: int
-    opex_budget_to_date_cents: int
-    opex_actual_cents: int
-    budget_monthly_run_rate_cents: int
-    actual_monthly_run_rate_cents: int | None
-    budget_to_date_cents: int
-    actual_to_date_cents: int
-    variance_cents: int
-    used_ratio: float | None
-    spent_before_budget_cents: int
-    opex_budget_fiscal_year_cents: int
-    opex_budget_fiscal_ytd_cents: int
-    opex_actual_fiscal_ytd_cents: int
-    budget_started_on: date | None
-    revised: bool
-    version_count: int
-    revision_pending: bool
-    current_version: CurrentVersion | None
+    initiative_id: Id
+    budgeted: Annotated[
+        bool,
+        note(
+            "Whether an approved budget exists. When false, the figures compare spend against "
+            "nothing and the row belongs out of any variance total."
+        ),
+    ]
+    status: Annotated[
+        BudgetStatus,
+        note(
+            "no_budget, scheduled (a budget exists but has not started), within or over. over when"
+            " either the capex half or the opex half is over."
+        ),
+    ]
+    over_parts: Annotated[
+        list[Literal["capex", "opex"]], note("Which half is over when status is over.")
+    ]
+    currency: Annotated[str | None, note("ISO 4217 code of the amounts.")]
+    as_of: Annotated[date, note("The day the comparison was made (today).")]
+    capex_budget_cents: Annotated[Cents, note("The current version's envelope.")]
+    capex_actual_cents: Annotated[
+        Cents, note("Capex spent since the budget began; zero when budgeted is false.")
+    ]
+    capex_remaining_cents: Annotated[Cents, note("Negative when the envelope is exceeded.")]
+    opex_budget_to_date_cents: Annotated[
+        Cents,
+        note(
+            "Each month's rate summed from the month the budget began through the current month, "
+            "at whichever version covered each month; a revision changes later months and never "
+            "restates earlier ones."
+        ),
+    ]
+    opex_actual_cents: Annotated[
+        Cents, note("Opex spent since the budget began; zero when budgeted is false.")
+    ]
+    budget_monthly_run_rate_cents: Annotated[
+        Cents, note("The current version's rate as a monthly figure.")
+    ]
+    actual_monthly_run_rate_cents: Annotated[
+        Cents | None,
+        note(
+            "Average over the last 3 complete months the budget covered; null until one complete "
+            "month has passed."
+        ),
+    ]
+    budget_to_date_cents: Annotated[Cents, note("Capex envelope plus opex to date.")]
+    actual_to_date_cents: Annotated[
+        Cents,
+        note(
+            "Zero when budgeted is false. Total spend of an unbudgeted initiative is read from the"
+            " cost entries list."
+        ),
+    ]
+    variance_cents: Annotated[
+        Cents, note("budget_to_date_cents minus actual_to_date_cents; positive means under budget.")
+    ]
+    used_ratio: Annotated[
+        float | None,
+        note("Actual over budget to date; null when there is no budget to date to divide by."),
+    ]
+    spent_before_budget_cents: Annotated[
+        Cents,
+        note(
+            "Spend dated before the month the budget began; reported apart and in neither figure "
+            "above."
+        ),
+    ]
+    opex_budget_fiscal_year_cents: Annotated[Cents, note("The whole fiscal year's opex budget.")]
+    opex_budget_fiscal_ytd_cents: Annotated[Cents, note("The part of it through as_of.")]
+    opex_actual_fiscal_ytd_cents: Annotated[
+        Cents, note("Opex spent in the fiscal year through as_of.")
+    ]
+    budget_started_on: Annotated[
+        date | None, note("The month the first approved version took effect.")
+    ]
+    revised: Annotated[bool, note("Changed since first approved.")]
+    version_count: Annotated[Int64, note("How many versions the budget has had.")]
+    revision_pending: Annotated[
+        bool,
+        note(
+            "A revision awaits the account Owner because it would put the budget above the "
+            "account's approval threshold; the figures shown remain the approved ones."
+        ),
+    ]
+    current_version: Annotated[
+        CurrentVersion | None,
+        note(
+            "The approved version in effect; null when there is no budget yet or every version "
+            "starts in a later month."
+        ),
+    ]
 
 
 class BudgetList(msgspec.Struct):
@@ -278,6 +351,8 @@ BUDGET_INITIATIVES = ListQuery(
         "one."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Budgets"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_budgets(

@@ -1,14 +1,25 @@
 """What every endpoint module shares: shared Structs, parameter types, responses, filters."""
 
+from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from litestar import Request
-from litestar.datastructures import State
+from litestar.datastructures import ResponseHeader, State
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import OpenAPIFormat
+from litestar.openapi.spec import (
+    Example,
+    OpenAPIFormat,
+    OpenAPIHeader,
+    OpenAPIResponse,
+    OpenAPIType,
+    Operation,
+    Schema,
+)
 from litestar.params import KwargDefinition, Parameter
+from litestar.plugins import OpenAPISchemaPlugin
+from litestar.typing import FieldDefinition
 from sqlalchemy import ColumnElement, Connection, Table, bindparam, exists, select
 
 from airoi.api.rows import Row, Shape
@@ -19,24 +30,82 @@ from airoi.listing import DEFAULT_LIMIT, MAX_ID, MAX_LIMIT, Cursors, changed_sin
 from airoi.observability import held_context
 from airoi.timeutil import format_datetime
 
+if TYPE_CHECKING:
+    from litestar._openapi.schema_generation import SchemaCreator
+
+
+class _Int64:
+    """Marks an integer the description calls int64 (see `Int64SchemaPlugin`)."""
+
+    def __repr__(self) -> str:
+        return "INT64"
+
+
+INT64 = _Int64()
+# Every integer a row serves is described as int64: ids are BIGINT (SEMANTICS R13), amounts in
+# cents fit 64 bits (R38) and a large account's pass 2**31, and a count may too. A client
+# generated from a plain `integer` types them as 32-bit. msgspec ignores the marker: only the
+# description sees it. Bounded integers stay plain: `limit` (at most 500), an HTTP status.
+Int64 = Annotated[int, INT64]
+Id = Int64
+Cents = Int64
+
+
+class Int64SchemaPlugin(OpenAPISchemaPlugin):
+    """`format: int64` on every integer annotated `Int64` (`Id`, `Cents`), nullable or not.
+
+    The marker rides in the type, not in a `KwargDefinition`: the framework keeps one of those
+    per field, and the field's own (its description) must not displace the format."""
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        return field_definition.annotation is int and INT64 in field_definition.metadata
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: "SchemaCreator"
+    ) -> Schema:
+        # OpenAPIFormat lists no int64; the description takes the text as it is.
+        return Schema(type=OpenAPIType.INTEGER, format=cast(OpenAPIFormat, "int64"))
+
+
+def note(description: str, *examples: Any) -> KwargDefinition:
+    """A field's description (SPEC 2's note on it), with examples when given."""
+    return KwargDefinition(
+        description=description,
+        examples=[Example(value=value) for value in examples] or None,
+    )
+
+
+_UTC_MS = "UTC, millisecond precision."
+
+
+def timestamp(description: str) -> KwargDefinition:
+    """A served datetime (SEMANTICS R3) with what it records; for a non-null field, whose one
+    KwargDefinition must carry both the format and the description."""
+    return KwargDefinition(format=OpenAPIFormat.DATE_TIME, description=f"{description} {_UTC_MS}")
+
+
 DateTimeText = Annotated[
-    str, KwargDefinition(format=OpenAPIFormat.DATE_TIME, description="UTC, millisecond precision")
+    str, KwargDefinition(format=OpenAPIFormat.DATE_TIME, description=_UTC_MS.rstrip("."))
+]
+CreatedAt = Annotated[str, timestamp("When the row was first written.")]
+UpdatedAt = Annotated[
+    str, timestamp("When the row last changed; the order of every list but /budgets.")
 ]
 
 
 class Person(Row):
     """A person, by name only (never an e-mail address)."""
 
-    id: int
+    id: Id
     name: str
 
 
 class Source(Row):
     """Where a record came from: typed in, imported or brought in by a connection."""
 
-    type: str | None
-    ref: str | None
-    connection_id: int | None
+    type: Annotated[str | None, note("How the record came in: typed in, imported or synced.")]
+    ref: Annotated[str | None, note("The id the originating system knows the record by.")]
+    connection_id: Annotated[Id | None, note("The integration (connection) that brought it in.")]
 
 
 def text_datetime(value: datetime | None) -> str | None:
@@ -97,7 +166,7 @@ UpdatedSince = Annotated[
     ),
 ]
 InitiativeFilter = Annotated[
-    int | None,
+    Id | None,
     Parameter(ge=1, le=MAX_ID, description="Only rows of this initiative of the account."),
 ]
 PeriodFrom = Annotated[
@@ -124,14 +193,94 @@ def _error(description: str) -> ResponseSpec:
 
 
 ERROR_RESPONSES = {
+    # Not an error, but declared with them: every GET under /api/v1 answers one to a
+    # matching If-None-Match (airoi.conditional), with no body.
+    304: ResponseSpec(
+        None,
+        description=(
+            "Not Modified: the If-None-Match given names this answer's ETag. No body; the "
+            "headers are those the 200 would carry."
+        ),
+        generate_examples=False,
+    ),
     400: _error("A parameter is not one the endpoint accepts."),
     401: _error(
         "The token is missing, unknown or expired, or its holder can no longer open the account."
     ),
     403: _error("The token is good but the account's plan does not include API access."),
     404: _error("No such record in this account."),
-    429: _error("Too many requests."),
+    429: _error("Too many requests: wait Retry-After seconds."),
+    503: _error("The service cannot answer now (its database or settings): try again later."),
 }
+
+# The headers each answer carries, declared once (airoi.conditional, airoi.ratelimit,
+# airoi.observability); none is marked required, so a client reads them when present.
+_HEADER_TEXT = {
+    "ETag": "Strong tag of the body; send it back as If-None-Match to be answered 304.",
+    "X-Request-Id": "The request's id, also in the error body and the log line.",
+    "RateLimit-Limit": "Requests allowed per window for this token.",
+    "RateLimit-Remaining": "Requests left in the current window.",
+    "RateLimit-Reset": "Seconds until the window resets.",
+    "X-RateLimit-Limit": "Same as RateLimit-Limit (older name).",
+    "X-RateLimit-Remaining": "Same as RateLimit-Remaining (older name).",
+    "X-RateLimit-Reset": "When the window resets, in seconds since 1970 (UTC).",
+    "Retry-After": "Seconds to wait before asking again.",
+}
+_INTEGER_HEADERS = {name for name in _HEADER_TEXT if name not in ("ETag", "X-Request-Id")}
+RATE_LIMIT_HEADERS = (
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+)
+
+
+def _header_schema(name: str) -> Schema:
+    return Schema(type=OpenAPIType.INTEGER if name in _INTEGER_HEADERS else OpenAPIType.STRING)
+
+
+def documented_headers(*names: str) -> list[ResponseHeader]:
+    """Headers the 200 of a handler (or a router's handlers) carries, for the description only."""
+    return [
+        ResponseHeader(name=name, documentation_only=True, description=_HEADER_TEXT[name])
+        for name in names
+    ]
+
+
+# The 200 of every token-guarded operation; the description's own adds no rate-limit headers.
+SUCCESS_HEADERS = documented_headers("ETag", "X-Request-Id", *RATE_LIMIT_HEADERS)
+# The other answers' headers: ResponseSpec declares no headers, so the operation adds them.
+_OTHER_HEADERS: dict[str, tuple[str, ...]] = {
+    "304": ("ETag", "X-Request-Id", *RATE_LIMIT_HEADERS),
+    "400": ("X-Request-Id", *RATE_LIMIT_HEADERS),
+    "401": ("X-Request-Id",),
+    "403": ("X-Request-Id",),
+    "404": ("X-Request-Id", *RATE_LIMIT_HEADERS),
+    "429": ("Retry-After", "X-Request-Id", *RATE_LIMIT_HEADERS),
+    "503": ("Retry-After", "X-Request-Id", *RATE_LIMIT_HEADERS),
+}
+
+
+@dataclass
+class ApiOperation(Operation):
+    """An /api/v1 operation: the headers of its non-200 answers declared beside their bodies
+    (ResponseSpec takes none), and every header typed and in one order. One that needs no
+    token is not counted against a budget, so has no rate-limit headers."""
+
+    def __post_init__(self) -> None:
+        for status, response in (self.responses or {}).items():
+            if not isinstance(response, OpenAPIResponse):
+                continue
+            names = {*(response.headers or {}), *_OTHER_HEADERS.get(status, ())}
+            if not self.security:
+                names -= set(RATE_LIMIT_HEADERS)
+            response.headers = {
+                name: OpenAPIHeader(schema=_header_schema(name), description=text)
+                for name, text in _HEADER_TEXT.items()
+                if name in names
+            } or None
 
 
 # Handlers name these dependencies; the app provides them.

@@ -11,18 +11,23 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     REPORTED_ON,
+    ApiOperation,
+    Cents,
+    CreatedAt,
     Cursor,
     CursorsDep,
-    DateTimeText,
     DbDep,
+    Id,
     InitiativeFilter,
     Limit,
     PeriodFrom,
     PeriodTo,
     PrincipalDep,
     Source,
+    UpdatedAt,
     UpdatedSince,
     entry_filters,
+    note,
     periods,
     source_shape,
 )
@@ -32,25 +37,42 @@ from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
 
 
 class CostEntry(Row):
-    id: int
-    initiative_id: int
-    amount_cents: int | None
-    currency: str | None
-    account_amount_cents: Annotated[int | None, ACCOUNT_AMOUNT]
-    cost_type: str | None
-    cost_category: Literal["capex", "opex"]
+    id: Id
+    initiative_id: Annotated[Id, note("The initiative the cost belongs to.")]
+    amount_cents: Annotated[
+        Cents | None, note("Cents, in currency. Key always present; may be null.")
+    ]
+    currency: Annotated[str | None, note("ISO 4217 code of amount_cents.")]
+    account_amount_cents: Annotated[Cents | None, ACCOUNT_AMOUNT]
+    cost_type: Annotated[
+        str | None, note("Free kinds such as software, tokens, implementation, infrastructure.")
+    ]
+    cost_category: Annotated[
+        Literal["capex", "opex"],
+        note(
+            "capex (one-time) or opex (running). Follows from the type unless changed by a person."
+        ),
+    ]
     period_start: date | None
     period_end: date | None
     reported_on: Annotated[date, REPORTED_ON]
-    vendor_id: int | None
-    vendor_name: str | None
+    vendor_id: Annotated[
+        Id | None,
+        note(
+            "The field to group spend by. Resolved from vendor_name when the entry is written; "
+            "when two vendors are merged, vendor_id on existing entries is repointed and names are"
+            " left alone, so one vendor's rows may carry several names. Null when no name was "
+            "given; such spend is reported apart from any vendor."
+        ),
+    ]
+    vendor_name: Annotated[str | None, note("Free text as recorded.")]
     description: str | None
     notes: str | None
-    is_estimated: bool
-    locked: bool
+    is_estimated: Annotated[bool, note("An estimate rather than an invoiced figure.")]
+    locked: Annotated[bool, note("True when in a closed accounting period, so no sync changes it.")]
     source: Source
-    created_at: DateTimeText
-    updated_at: DateTimeText
+    created_at: CreatedAt
+    updated_at: UpdatedAt
 
 
 class CostEntryList(msgspec.Struct):
@@ -101,6 +123,8 @@ COST_ENTRIES = ShapedList(
         "account_amount_cents summed by cost_category over those entries gives /roi's cost."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Cost entries"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_cost_entries(

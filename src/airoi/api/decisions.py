@@ -11,16 +11,22 @@ from sqlalchemy import bindparam, select
 from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
+    ApiOperation,
+    Cents,
+    CreatedAt,
     Cursor,
     CursorsDep,
     DateTimeText,
     DbDep,
+    Id,
     InitiativeFilter,
     Limit,
     Person,
     PrincipalDep,
+    UpdatedAt,
     UpdatedSince,
     entry_filters,
+    note,
     person,
     text_datetime,
 )
@@ -42,27 +48,44 @@ OUTCOME_LABELS: dict[str, str] = {
 
 
 class Decision(Row):
-    id: int
-    initiative_id: int | None
-    subject_title: str
-    outcome: Outcome
-    outcome_label: str
-    rationale: str
-    stage_before: Stage
-    stage_after: Stage
-    stage_changed: bool
-    decided_at: DateTimeText | None
-    decided_by: Person | None
-    next_review_on: date | None
-    currency: str | None
-    approved_value_cents: int | None
-    cost_to_date_cents: int | None
-    net_cents: int | None
-    planned_value_cents: int | None
-    planned_value_to_date_cents: int | None
-    roi: float | None
-    created_at: DateTimeText
-    updated_at: DateTimeText
+    id: Id
+    initiative_id: Annotated[Id | None, note("Null when the initiative no longer exists.")]
+    subject_title: Annotated[str, note("The initiative's title at decision time.")]
+    outcome: Annotated[Outcome, note("continue, scale, fix, pause or retire.")]
+    outcome_label: Annotated[str, note("Display wording of the outcome.")]
+    rationale: Annotated[str, note("Always present.")]
+    stage_before: Annotated[Stage, note("The initiative's stage before the decision.")]
+    stage_after: Annotated[Stage, note("The initiative's stage after the decision.")]
+    stage_changed: Annotated[
+        bool,
+        note(
+            "Whether stage_before and stage_after differ; some outcomes leave the stage unchanged."
+        ),
+    ]
+    decided_at: Annotated[
+        DateTimeText | None,
+        note("The date to report the decision under. Key always present; may be null."),
+    ]
+    decided_by: Annotated[Person | None, note("Who decided, by name only.")]
+    next_review_on: Annotated[
+        date | None, note("Suggested from the outcome; may be changed by the decider.")
+    ]
+    currency: Annotated[str | None, note("ISO 4217 code of the amounts.")]
+    approved_value_cents: Annotated[
+        Cents | None,
+        note("Approved value at the moment of the decision (a snapshot, not a recomputation)."),
+    ]
+    cost_to_date_cents: Annotated[Cents | None, note("Cost to date at decision time.")]
+    net_cents: Annotated[
+        Cents | None, note("approved_value_cents minus cost_to_date_cents at decision time.")
+    ]
+    planned_value_cents: Annotated[Cents | None, note("Total promised by the business case.")]
+    planned_value_to_date_cents: Annotated[
+        Cents | None, note("The part of the plan due by the decision date.")
+    ]
+    roi: Annotated[float | None, note("Ratio at decision time; null when there was no cost.")]
+    created_at: CreatedAt
+    updated_at: UpdatedAt
 
 
 class DecisionList(msgspec.Struct):
@@ -119,6 +142,8 @@ DECISIONS = ListQuery(
         "they stood at decision time (a snapshot, not a recomputation)."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Decisions"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_decisions(

@@ -17,13 +17,16 @@ from sqlalchemy import bindparam
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    ApiOperation,
     Cursor,
     CursorsDep,
-    DateTimeText,
     DbDep,
+    Id,
     Limit,
     PrincipalDep,
     UpdatedSince,
+    note,
+    timestamp,
 )
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import deletions
@@ -41,9 +44,9 @@ Resource = Literal[
 
 
 class Deletion(Row):
-    resource: Resource
-    id: int
-    deleted_at: DateTimeText
+    resource: Annotated[Resource, note("The list the row was served in.")]
+    id: Annotated[Id, note("The id of the row that was deleted.")]
+    deleted_at: Annotated[str, timestamp("When the row was deleted.")]
 
 
 class DeletionList(msgspec.Struct):
@@ -76,6 +79,8 @@ DELETIONS = ShapedList(
         "was given again). An initiative's tombstone also removes its budget row."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Deletions"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_deletions(

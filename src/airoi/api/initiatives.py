@@ -9,15 +9,22 @@ from sqlalchemy import Select, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    ApiOperation,
+    Cents,
+    CreatedAt,
     Cursor,
     CursorsDep,
     DateTimeText,
     DbDep,
+    Id,
     IncludeSample,
+    Int64,
     Limit,
     Person,
     PrincipalDep,
+    UpdatedAt,
     UpdatedSince,
+    note,
     person,
     text_datetime,
 )
@@ -45,33 +52,37 @@ Stage = Literal[
 
 
 class Initiative(Row):
-    id: int
+    id: Id
     title: str
     description: str | None
     hypothesis: str | None
-    stage: Stage
-    is_sample: bool
+    stage: Annotated[Stage, note("Where the initiative stands (SPEC 3).")]
+    is_sample: Annotated[bool, note("Provisioned demo data.")]
     category: str | None
-    priority: int | None
-    source: str | None
+    priority: Annotated[Int64 | None, note("Lower is higher priority.")]
+    source: Annotated[str | None, note("How the initiative came to exist.")]
     business_unit: str | None
     department: str | None
     gl_dimension_value: str | None
-    owner: Person | None
+    owner: Annotated[Person | None, note("The owner, by name only.")]
     confidence_score: float | None
-    roi_time_horizon_years: int | None
-    currency: str | None
-    expected_capex_cents: int | None
-    expected_opex_cents: int | None
-    expected_cost_savings_cents: int | None
-    expected_revenue_uplift_cents: int | None
-    started_at: DateTimeText | None
-    went_live_at: DateTimeText | None
-    approved_at: DateTimeText | None
-    closed_at: DateTimeText | None
-    submitted_for_review_at: DateTimeText | None
-    created_at: DateTimeText
-    updated_at: DateTimeText
+    roi_time_horizon_years: Int64 | None
+    currency: Annotated[str | None, note("ISO 4217 code of the expected_* amounts.", "USD")]
+    expected_capex_cents: Annotated[Cents | None, note("Business case, in cents, in currency.")]
+    expected_opex_cents: Annotated[Cents | None, note("Same as expected_capex_cents.")]
+    expected_cost_savings_cents: Annotated[Cents | None, note("Same as expected_capex_cents.")]
+    expected_revenue_uplift_cents: Annotated[Cents | None, note("Same as expected_capex_cents.")]
+    started_at: Annotated[DateTimeText | None, note("When work on it started.")]
+    went_live_at: Annotated[DateTimeText | None, note("When it went live.")]
+    approved_at: Annotated[DateTimeText | None, note("When it was approved.")]
+    closed_at: Annotated[
+        DateTimeText | None, note("When it was closed (completed, rejected or dismissed).")
+    ]
+    submitted_for_review_at: Annotated[
+        DateTimeText | None, note("When it was submitted for review.")
+    ]
+    created_at: CreatedAt
+    updated_at: UpdatedAt
 
 
 class InitiativeList(msgspec.Struct):
@@ -142,6 +153,8 @@ INITIATIVES = ListQuery(
         "Sample (demo) initiatives are left out unless include_sample is true."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Initiatives"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_initiatives(
@@ -188,6 +201,8 @@ def parse_id(value: str) -> int:
     summary="Get one initiative",
     description="One initiative of the account. An id of another account answers 404, not 403.",
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Initiatives"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_initiative(

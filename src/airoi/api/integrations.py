@@ -9,14 +9,19 @@ from sqlalchemy import bindparam, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    ApiOperation,
+    CreatedAt,
     Cursor,
     CursorsDep,
     DateTimeText,
     DbDep,
+    Id,
     Limit,
     Person,
     PrincipalDep,
+    UpdatedAt,
     UpdatedSince,
+    note,
     person,
     text_datetime,
 )
@@ -29,23 +34,47 @@ AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "servic
 
 
 class Integration(Row):
-    id: int
-    platform: str
+    id: Id
+    platform: Annotated[str, note("Which system it connects to.")]
     name: str | None
     description: str | None
-    status: IntegrationStatus
+    status: Annotated[
+        IntegrationStatus,
+        note(
+            "active, paused, error or disconnected. error means syncs are failing; paused and "
+            "disconnected mean somebody stopped it."
+        ),
+    ]
     auth_type: AuthType | None
-    last_sync_status: str | None
-    last_synced_at: DateTimeText | None
-    reauth_required_at: DateTimeText | None
+    last_sync_status: Annotated[str | None, note("How the latest sync ended.")]
+    last_synced_at: Annotated[
+        DateTimeText | None, note("When data last arrived; may be old while status is active.")
+    ]
+    reauth_required_at: Annotated[
+        DateTimeText | None,
+        note(
+            "Set when the platform refused the grant; non-null means retrying cannot fix it and a "
+            "person must reconnect."
+        ),
+    ]
     external_account_id: str | None
     external_account_name: str | None
-    primary_source_categories: list[str]
-    metric_categories: list[str]
-    simulated: bool
-    connected_by: Person | None
-    created_at: DateTimeText
-    updated_at: DateTimeText
+    primary_source_categories: Annotated[
+        list[str],
+        note(
+            "Categories this connection is the canonical source for; where two connections could "
+            "serve a category only the primary one's readings are used."
+        ),
+    ]
+    metric_categories: Annotated[
+        list[str], note("What this platform's connections can serve at all.")
+    ]
+    simulated: Annotated[
+        bool, note("Syncs answered by a simulator; only an internal account can hold one.")
+    ]
+    connected_by: Annotated[Person | None, note("Who connected it, by name only.")]
+    created_at: CreatedAt
+    updated_at: UpdatedAt
 
 
 class IntegrationList(msgspec.Struct):
@@ -110,6 +139,8 @@ INTEGRATIONS = ListQuery(
         "Credentials, stored settings and error prose are never served."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Integrations"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_integrations(

@@ -1,6 +1,6 @@
 """GET /metrics (SPEC 2.5, 4.A.8)."""
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import get
@@ -8,13 +8,17 @@ from sqlalchemy import select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    ApiOperation,
+    CreatedAt,
     Cursor,
     CursorsDep,
-    DateTimeText,
     DbDep,
+    Id,
     Limit,
     PrincipalDep,
+    UpdatedAt,
     UpdatedSince,
+    note,
     text_datetime,
 )
 from airoi.api.rows import Row
@@ -23,16 +27,16 @@ from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_upd
 
 
 class Metric(Row):
-    id: int
-    metric_key: str
+    id: Id
+    metric_key: Annotated[str, note("Canonical key as the metric registry spells it.")]
     name: str
     description: str | None
-    metric_type: str | None
+    metric_type: Annotated[str | None, note("For example count, duration, percentage, currency.")]
     unit: str | None
-    currency_metric: bool
-    active: bool
-    created_at: DateTimeText
-    updated_at: DateTimeText
+    currency_metric: Annotated[bool, note("Whether readings are money.")]
+    active: Annotated[bool, note("Whether the metric is in use.")]
+    created_at: CreatedAt
+    updated_at: UpdatedAt
 
 
 class MetricList(msgspec.Struct):
@@ -69,6 +73,8 @@ METRICS = ListQuery(
     summary="List metric definitions",
     description="The account's metric definitions, keyed by the registry's canonical metric_key.",
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Metrics"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_metrics(

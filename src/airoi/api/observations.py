@@ -11,16 +11,22 @@ from sqlalchemy import bindparam
 from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
+    ApiOperation,
+    CreatedAt,
     Cursor,
     CursorsDep,
     DateTimeText,
     DbDep,
+    Id,
     InitiativeFilter,
+    Int64,
     Limit,
     PrincipalDep,
     Source,
+    UpdatedAt,
     UpdatedSince,
     entry_filters,
+    note,
     source_shape,
 )
 from airoi.api.rows import Row, Shape, iso_ms
@@ -29,22 +35,24 @@ from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
 
 
 class Observation(Row):
-    id: int
-    metric_id: int | None
-    metric_key: str | None
-    initiative_id: int | None
-    value: float | None
-    role: str | None
-    baseline_method: str | None
-    observed_at: DateTimeText | None
+    id: Id
+    metric_id: Annotated[Id | None, note("The metric read.")]
+    metric_key: Annotated[str | None, note("The metric's canonical key.")]
+    initiative_id: Annotated[Id | None, note("The initiative the reading is about.")]
+    value: Annotated[
+        float | None, note("The reading, in the metric's unit. Key always present; may be null.")
+    ]
+    role: Annotated[str | None, note("baseline or reading.")]
+    baseline_method: Annotated[str | None, note("How a baseline was arrived at, when it is one.")]
+    observed_at: Annotated[DateTimeText | None, note("When the reading was taken.")]
     period_start: date | None
     period_end: date | None
     is_estimated: bool
-    sample_size: int | None
+    sample_size: Annotated[Int64 | None, note("How many observations the reading summarises.")]
     quality_score: float | None
     source: Source
-    created_at: DateTimeText
-    updated_at: DateTimeText
+    created_at: CreatedAt
+    updated_at: UpdatedAt
 
 
 class ObservationList(msgspec.Struct):
@@ -87,6 +95,8 @@ OBSERVATIONS = ShapedList(
     summary="List metric observations",
     description="Readings and baselines of the account's metrics, oldest change first.",
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Observations"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_observations(

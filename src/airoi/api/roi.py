@@ -15,10 +15,14 @@ from sqlalchemy import ColumnElement, Connection, Table, and_, func, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
+    ApiOperation,
+    Cents,
     DbDep,
+    Id,
     InitiativeFilter,
     PrincipalDep,
     Today,
+    note,
 )
 from airoi.auth import Principal
 from airoi.db.tables import cost_entries, initiatives, value_entries
@@ -30,31 +34,40 @@ Window = Literal["1yr", "3yr", "5yr", "all"]
 
 
 class RoiScope(msgspec.Struct, omit_defaults=True):
-    type: Literal["portfolio", "initiative"]
-    id: int | None = None
-    title: str | None = None
+    type: Annotated[Literal["portfolio", "initiative"], note("portfolio or initiative.")]
+    id: Annotated[Id | None, note("The initiative's id; present when type is initiative.")] = None
+    title: Annotated[
+        str | None, note("The initiative's title; present when type is initiative.")
+    ] = None
 
 
 class RoiPeriod(msgspec.Struct, omit_defaults=True, rename={"from_": "from"}):
-    window: str
-    label: str
-    from_: date | None = None
-    through: date | None = None
+    window: Annotated[str, note("The window covered.")]
+    label: Annotated[str, note("Display name of the window.")]
+    from_: Annotated[
+        date | None, note("First day covered, when the window resolves to explicit dates.")
+    ] = None
+    through: Annotated[date | None, note("Last day covered, same condition.")] = None
 
 
 class RoiCost(msgspec.Struct):
-    capex_cents: int
-    opex_cents: int
+    capex_cents: Annotated[Cents, note("One-time part of total cost.")]
+    opex_cents: Annotated[Cents, note("Running part of total cost.")]
 
 
 class RoiSummary(msgspec.Struct):
     scope: RoiScope
     period: RoiPeriod
-    currency: str
-    approved_value_cents: int
-    total_cost_cents: int
-    net_value_cents: int
-    roi: float | None
+    currency: Annotated[str, note("ISO 4217 code of every amount.", "USD")]
+    approved_value_cents: Annotated[Cents, note("Approved value entries only.")]
+    total_cost_cents: Annotated[
+        Cents, note("Everything the initiatives in scope have cost.", 299_966_852_112)
+    ]
+    net_value_cents: Annotated[Cents, note("Approved value minus total cost.")]
+    roi: Annotated[
+        float | None,
+        note("Net value divided by total cost; null when there is no cost (null is not zero)."),
+    ]
     cost: RoiCost
 
 
@@ -141,6 +154,8 @@ def compute_roi(
         "(not zero) when there is no cost."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["ROI"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_roi(

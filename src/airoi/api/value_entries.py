@@ -13,18 +13,25 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     REPORTED_ON,
+    ApiOperation,
+    Cents,
+    CreatedAt,
     Cursor,
     CursorsDep,
     DateTimeText,
     DbDep,
+    Id,
     InitiativeFilter,
+    Int64,
     Limit,
     PeriodFrom,
     PeriodTo,
     PrincipalDep,
     Source,
+    UpdatedAt,
     UpdatedSince,
     entry_filters,
+    note,
     periods,
     source_shape,
 )
@@ -36,28 +43,42 @@ ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed",
 
 
 class ValueEntry(Row):
-    id: int
-    initiative_id: int
-    amount_cents: int | None
-    currency: str | None
-    account_amount_cents: Annotated[int | None, ACCOUNT_AMOUNT]
-    status: ValueStatus
-    counts_toward_roi: bool
+    id: Id
+    initiative_id: Annotated[Id, note("The initiative the value belongs to.")]
+    amount_cents: Annotated[
+        Cents | None, note("Cents, in currency. Key always present; may be null.")
+    ]
+    currency: Annotated[str | None, note("ISO 4217 code of amount_cents.")]
+    account_amount_cents: Annotated[Cents | None, ACCOUNT_AMOUNT]
+    status: Annotated[
+        ValueStatus,
+        note(
+            "draft, calculated, reviewed, approved, disputed or archived. Only approved entries "
+            "count toward reported ROI: summing every row regardless of status disagrees with GET "
+            "/roi."
+        ),
+    ]
+    counts_toward_roi: Annotated[bool, note("True exactly when status is approved.")]
     entry_type: str | None
     period_start: date | None
     period_end: date | None
     reported_on: Annotated[date, REPORTED_ON]
-    is_estimated: bool
+    is_estimated: Annotated[bool, note("An estimate rather than a measured figure.")]
     confidence_score: float | None
     quality_score: float | None
-    notes: str | None
-    provenance: str | None
-    calculation_version: int | None
-    formula_id: int | None
+    notes: Annotated[str | None, note("Free text written by a person.")]
+    provenance: Annotated[
+        str | None,
+        note(
+            "One phrase: synced from a connection, calculated from a formula, or entered by hand."
+        ),
+    ]
+    calculation_version: Annotated[Int64 | None, note("Version of the formula that produced it.")]
+    formula_id: Annotated[Id | None, note("The formula that produced it.")]
     source: Source
-    approved_at: DateTimeText | None
-    created_at: DateTimeText
-    updated_at: DateTimeText
+    approved_at: Annotated[DateTimeText | None, note("When it was approved.")]
+    created_at: CreatedAt
+    updated_at: UpdatedAt
 
 
 class ValueEntryList(msgspec.Struct):
@@ -112,6 +133,8 @@ VALUE_ENTRIES = ShapedList(
         "entries, over the window's reported_on dates, sums to /roi's approved value."
     ),
     responses=ERROR_RESPONSES,
+    operation_class=ApiOperation,
+    tags=["Value entries"],
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_value_entries(
