@@ -437,7 +437,9 @@ def _error_body(error: ApiError, request_id: str) -> Message:
     METRICS_PATH,
     opt={"public": True},  # app.PUBLIC_OPT: no token
     include_in_schema=False,
-    sync_to_thread=False,
+    # In a worker thread: the text of a hundred series takes tens of milliseconds to write,
+    # which would hold every other request of the worker on its event loop meanwhile.
+    sync_to_thread=True,
 )
 def metrics_endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus metrics, summed over every worker; no token (it names routes, never
