@@ -191,7 +191,7 @@ class Metrics:
         # One pair of children per series, found with one dict look-up per request.
         self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         if directory:
-            MultiProcessCollector(self.registry, path=directory)  # type: ignore[no-untyped-call]
+            self.registry.register(WorkerFiles(directory))
             self.registry.register(WorkerProcesses(directory))
         else:
             self.registry.register(_WithoutCreated(self.requests, self.durations))
@@ -246,6 +246,29 @@ def clear_worker_files(directory: Path) -> None:
     for path in directory.iterdir():
         if _WORKER_FILE.fullmatch(path.name) and path.is_file():
             path.unlink(missing_ok=True)
+
+
+def worker_files(directory: str) -> list[str]:
+    return sorted(
+        os.path.join(directory, name)
+        for name in os.listdir(directory)
+        if _WORKER_FILE.fullmatch(name)
+    )
+
+
+class WorkerFiles:
+    """Every worker's metrics, summed: what the library's MultiProcessCollector gives, read
+    from the library's own files alone (it would read any other `*.db` file there too, and
+    fail on it)."""
+
+    def __init__(self, directory: str) -> None:
+        self._directory = directory
+
+    def collect(self) -> Iterable[Metric]:
+        merged: Iterable[Metric] = MultiProcessCollector.merge(  # type: ignore[no-untyped-call]
+            worker_files(self._directory), accumulate=True
+        )
+        return merged
 
 
 class WorkerProcesses:
@@ -442,8 +465,8 @@ def _error_body(error: ApiError, request_id: str) -> Message:
     sync_to_thread=True,
 )
 def metrics_endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Prometheus metrics, summed over every worker; no token (it names routes, never
-    accounts)."""
+    """Prometheus metrics (summed over the workers, when there are several); no token (it
+    names routes, never accounts)."""
     metrics: Metrics = request.app.state.metrics
     # Given whole, so the framework adds no charset of its own to it.
     return Response(metrics.exposition(), headers={"content-type": CONTENT_TYPE_LATEST})
