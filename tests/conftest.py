@@ -23,6 +23,9 @@ from airoi.db.engine import make_engine
 from airoi.db.migrate import upgrade
 from airoi.db.tables import metadata
 
+# The tests' apps keep their own metrics, and each `airoi serve` they start makes its own
+# directory: one set in the shell would be shared by all of them.
+os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 POSTGRES_URL = os.environ.get("AIROI_TEST_POSTGRES_URL", "")
 REQUIRE_SERVICES = os.environ.get("AIROI_TEST_REQUIRE_SERVICES") == "1"
 

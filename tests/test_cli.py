@@ -360,6 +360,25 @@ def test_serve_needs_at_least_one_worker(tmp_path: Path, workers: str) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("given", ["file", "missing", ""])
+def test_serve_refuses_a_metrics_directory_that_is_not_one(tmp_path: Path, given: str) -> None:
+    # The operator's PROMETHEUS_MULTIPROC_DIR is honoured, so it must be a directory: a file
+    # or a missing path would leave /metrics empty or failing once the workers record.
+    path = tmp_path / given if given else ""
+    if given == "file":
+        (tmp_path / "file").write_text("not a directory")
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(path)}
+    for command in (["serve"], ["demo", "--serve"]):
+        refused = airoi(tmp_path, *command, "--port", "1", check=False, env=env)
+        assert refused.returncode == 1, refused.stderr
+        assert refused.stderr.strip() == (
+            f"PROMETHEUS_MULTIPROC_DIR={str(path)!r} is not a directory this user can write: "
+            "name one, or unset it and `airoi serve` makes its own."
+        )
+        assert "Serving" not in refused.stderr
+    assert not (tmp_path / "cli.db").exists()  # stopped before the demo was loaded
+
+
 @pytest.mark.parametrize("command", [["--help"], ["token", "--help"], ["load", "--help"]])
 def test_help_lists_the_commands(tmp_path: Path, command: list[str]) -> None:
     out = airoi(tmp_path, *command).stdout

@@ -9,16 +9,20 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
 from airoi.app import create_app
 from airoi.logs import JsonFormatter, TextFormatter
+from airoi.observability import BUCKETS
 from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
@@ -205,6 +209,19 @@ def test_a_path_is_logged_only_in_the_form_a_route_serves(
         assert forbidden not in logged, forbidden
 
 
+def exposed(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Each sample of a Prometheus text exposition, by name and labels."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def series(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return name, tuple(sorted(labels.items()))
+
+
 def test_metrics_count_requests_by_route_template_and_status(
     served: Client, seeded: Seeded
 ) -> None:
@@ -215,17 +232,51 @@ def test_metrics_count_requests_by_route_template_and_status(
     served.get("/no/such/place")
     response = served.get("/metrics")  # no token
     assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain")
     text = response.text
+    # The names, types and labels dashboards were built on.
     assert "# TYPE airoi_http_requests_total counter" in text
     assert "# TYPE airoi_http_request_duration_seconds histogram" in text
-    by_id = 'method="GET",route="/api/v1/initiatives/{id}"'
-    assert f'airoi_http_requests_total{{{by_id},status="200"}} 2' in text
-    assert f'airoi_http_requests_total{{{by_id},status="404"}} 1' in text
-    assert 'airoi_http_requests_total{method="GET",route="/api/v1/metrics",status="401"} 1' in text
-    assert 'airoi_http_requests_total{method="GET",route="unmatched",status="404"} 1' in text
-    assert f'airoi_http_request_duration_seconds_count{{{by_id},status="200"}} 2' in text
-    assert f'airoi_http_request_duration_seconds_bucket{{{by_id},status="200",le="+Inf"}} 2' in text
+    samples = exposed(text)
+    by_id = {"method": "GET", "route": "/api/v1/initiatives/{id}"}
+    requests = "airoi_http_requests_total"
+    assert samples[series(requests, **by_id, status="200")] == 2
+    assert samples[series(requests, **by_id, status="404")] == 1
+    assert samples[series(requests, method="GET", route="/api/v1/metrics", status="401")] == 1
+    assert samples[series(requests, method="GET", route="unmatched", status="404")] == 1
+    duration = "airoi_http_request_duration_seconds"
+    assert samples[series(f"{duration}_count", **by_id, status="200")] == 2
+    buckets = [
+        (dict(labels)["le"], value)
+        for (name, labels), value in samples.items()
+        if name == f"{duration}_bucket"
+        and dict(labels) | {"le": ""} == {**by_id, "status": "200", "le": ""}
+    ]
+    assert [bound for bound, _ in buckets] == [*(str(b) for b in BUCKETS), "+Inf"]  # as before
+    assert buckets[-1][1] == 2
     # Ids stay out of the labels: one series per route template, not per record.
     assert f"/api/v1/initiatives/{seeded.initiative_id}" not in text
     assert "/no/such/place" not in text
+    # One process: no `_created` series beside the counts (the workers' sum has none either).
+    assert "_created" not in text
+
+
+def test_metrics_answer_with_one_content_type(served: Client) -> None:
+    response = served.get("/metrics")
+    # The text format's own type, once: the framework appended a second charset before.
+    assert response.headers.get_list("content-type") == [CONTENT_TYPE_LATEST]
+    assert CONTENT_TYPE_LATEST.count("charset") == 1
+
+
+def test_metrics_include_the_process_metrics(served: Client) -> None:
+    samples = exposed(served.get("/metrics").text)
+    for name in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
+    ):
+        assert samples[series(name)] > 0, name
+    # This process's own figures: it started before now, and holds at least its stdio open.
+    assert samples[series("process_start_time_seconds")] <= time.time()
+    assert samples[series("process_open_fds")] >= 3

@@ -454,7 +454,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     )
     # SPEC 4.B: /mcp behind the same token middleware; its session manager runs in the lifespan.
     mcp = mcp_endpoint(engine, settings)
-    metrics = Metrics()
+    metrics = Metrics.from_env()
     app = Litestar(
         route_handlers=[
             api,

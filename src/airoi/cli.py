@@ -13,8 +13,12 @@ import functools
 import importlib.util
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -79,6 +83,7 @@ SERVER_PACKAGES = (
     "limits",
     "redis",
     "xxhash",
+    "prometheus_client",
 )
 PULL_PACKAGES = ("duckdb", "pyarrow")
 
@@ -276,6 +281,7 @@ def demo(
     settings = _settings(database_url)
     if serve_after:
         # Before the token is issued and printed: it would be of no use with no server.
+        _operator_metrics_directory()
         _require_free_port(host, port)
     engine = _writer(settings)
     demo_bundle = build_demo_bundle(settings.current_date())
@@ -410,6 +416,57 @@ def _require_free_port(host: str, port: int) -> None:
                 raise typer.Exit(1) from None
 
 
+# The metrics library's own variable: where each worker of `airoi serve` records its metrics.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _operator_metrics_directory() -> Path | None:
+    """The PROMETHEUS_MULTIPROC_DIR the operator set (None if unset): it must name a directory
+    this process can write, or `serve` stops before anything is loaded or printed."""
+    given = os.environ.get(MULTIPROC_ENV)
+    if given is None:
+        return None
+    path = Path(given)
+    if not given or not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        err.print(
+            f"{MULTIPROC_ENV}={given!r} is not a directory this user can write: name one, or "
+            "unset it and `airoi serve` makes its own.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+    return path
+
+
+@contextmanager
+def _metrics_directory(workers: int) -> Iterator[None]:
+    """Where the workers record their metrics, so that /metrics answers the sum over all of
+    them (airoi.observability.Metrics): the operator's directory, emptied of the metrics
+    library's files at start and at exit; else, with several workers, a private one made for
+    this run and removed at exit. One worker and none set: the process's own registry."""
+    from airoi.observability import clear_worker_files
+
+    given = _operator_metrics_directory()
+    if given is not None:
+        clear_worker_files(given)  # a run before, ended by a kill, left its counts there
+        try:
+            yield
+        finally:
+            clear_worker_files(given)
+        return
+    if workers == 1:
+        yield
+        return
+    path = tempfile.mkdtemp(prefix="airoi-metrics-")  # mode 0700
+    os.environ[MULTIPROC_ENV] = path  # before the workers start: they inherit it
+    try:
+        yield
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     import uvicorn
 
@@ -421,19 +478,21 @@ def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     # The workers read these from the environment they inherit.
     os.environ["AIROI_DATABASE_URL"] = settings.database_url
     os.environ[HEADER_TIMEOUT_ENV] = repr(settings.header_timeout_seconds)
-    uvicorn.run(
-        "airoi.app:app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        http=PROTOCOL,  # httptools, with bounds on the head, the body and the time to send them
-        # The server's loggers go through the service's one handler (airoi.logs): no config
-        # of uvicorn's own, in this process or in a worker, where the app factory sets it.
-        log_config=None,
-        log_level=None,
-        access_log=False,  # the service writes its own access line, without the query string
-    )
+    with _metrics_directory(workers):
+        uvicorn.run(
+            "airoi.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            http=PROTOCOL,  # httptools, bounds on the head, the body and the time to send them
+            # The server's loggers go through the service's one handler (airoi.logs): no
+            # config of uvicorn's own, in this process or in a worker, where the app factory
+            # sets it.
+            log_config=None,
+            log_level=None,
+            access_log=False,  # the service writes its own access line, without the query
+        )
 
 
 @app.command()
@@ -452,6 +511,7 @@ def serve(
     settings = _settings(database_url)
     # Before the start-up check, which may log that the store cannot be reached yet.
     configure_logging(settings.log_format, settings.log_level)
+    _operator_metrics_directory()
     _require_current_schema(settings)
     _require_free_port(host, port)
     base_url, _ = _base_urls(host, port)

@@ -18,16 +18,28 @@ credential (SEMANTICS R15).
 from __future__ import annotations
 
 import logging
+import os
 import re
-import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
-from litestar import Litestar, Request, get
+from litestar import Litestar, Request, Response, get
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client import values as prometheus_values
+from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from airoi.db.engine import close_or_discard
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
@@ -41,6 +53,9 @@ if TYPE_CHECKING:
 SCOPE_KEY = "airoi.request"
 REQUEST_ID_HEADER = "X-Request-Id"
 METRICS_PATH = "/metrics"
+# Set by `airoi serve` for its workers (the library reads it when first imported).
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+LABELS = ("method", "route", "status")
 UNMATCHED_ROUTE = "unmatched"
 # Any other method a client makes up is counted as "other", so labels stay few.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
@@ -140,58 +155,168 @@ def _request_id(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
 class Metrics:
-    """Request counts and a latency histogram by method, route template and status.
+    """Request counts and a latency histogram by method, route template and status, and the
+    process metrics, in the Prometheus text format.
 
-    Kept per process: with several workers, scrape each one (or sum them).
+    One process (an app made by `create_app`, or `airoi serve` with one worker): a registry of
+    the app's own. Several workers (`airoi serve --workers N`, which sets
+    PROMETHEUS_MULTIPROC_DIR before they start): each worker records into its own files in
+    that directory and `render` sums every worker's, so any worker answers the same totals
+    (a counter never goes back because another worker answered the scrape). There, the
+    process metrics are each worker's, labelled by pid (`WorkerProcesses`).
     """
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._series: dict[tuple[str, str, str], list[float]] = {}
+    def __init__(self, directory: str | None = None) -> None:
+        self.directory = directory
+        self.registry = CollectorRegistry()
+        if directory and not getattr(prometheus_values.ValueClass, "_multiprocess", False):
+            # The library picks where values live when it is first imported.
+            raise RuntimeError(
+                f"{MULTIPROC_ENV} must be set before the process imports prometheus_client"
+            )
+        self.requests = Counter(
+            "airoi_http_requests",
+            "Requests answered, by method, route and status.",
+            LABELS,
+            registry=None,
+        )
+        self.durations = Histogram(
+            "airoi_http_request_duration_seconds",
+            "Time to answer, by method, route and status.",
+            LABELS,
+            buckets=BUCKETS,
+            registry=None,
+        )
+        # Not registered: recorded in memory, or into the directory's files when there is one.
+        # One pair of children per series, found with one dict look-up per request.
+        self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        if directory:
+            self.registry.register(WorkerFiles(directory))
+            self.registry.register(WorkerProcesses(directory))
+        else:
+            self.registry.register(_WithoutCreated(self.requests, self.durations))
+            ProcessCollector(registry=self.registry)
+
+    @classmethod
+    def from_env(cls) -> Metrics:
+        """Across workers when PROMETHEUS_MULTIPROC_DIR names a directory, else this process."""
+        return cls(os.environ.get(MULTIPROC_ENV) or None)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        key = (method, route, str(status))
-        with self._lock:
-            series = self._series.get(key)
-            if series is None:
-                # One count per bucket, then the overall count and the sum of seconds.
-                series = self._series[key] = [0.0] * (len(BUCKETS) + 2)
-            for index, bound in enumerate(BUCKETS):
-                if seconds <= bound:
-                    series[index] += 1
-            series[-2] += 1
-            series[-1] += seconds
+        key = (method, route, status)
+        series = self._series.get(key)
+        if series is None:
+            labels = (method, route, str(status))
+            series = self._series.setdefault(
+                key, (self.requests.labels(*labels), self.durations.labels(*labels))
+            )
+        series[0].inc()
+        series[1].observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text exposition format, served as `CONTENT_TYPE_LATEST`."""
+        return generate_latest(self.registry)
 
     def render(self) -> str:
-        """The Prometheus text exposition format (version 0.0.4)."""
-        with self._lock:
-            snapshot = {key: list(values) for key, values in sorted(self._series.items())}
-        lines = [
-            "# HELP airoi_http_requests_total Requests answered, by method, route and status.",
-            "# TYPE airoi_http_requests_total counter",
-        ]
-        for (method, route, status), series in snapshot.items():
-            labels = f'method="{method}",route="{_escape(route)}",status="{status}"'
-            lines.append(f"airoi_http_requests_total{{{labels}}} {int(series[-2])}")
-        lines += [
-            "# HELP airoi_http_request_duration_seconds Time to answer, by method, route and "
-            "status.",
-            "# TYPE airoi_http_request_duration_seconds histogram",
-        ]
-        name = "airoi_http_request_duration_seconds"
-        for (method, route, status), series in snapshot.items():
-            labels = f'method="{method}",route="{_escape(route)}",status="{status}"'
-            for index, bound in enumerate(BUCKETS):
-                lines.append(f'{name}_bucket{{{labels},le="{bound}"}} {int(series[index])}')
-            lines.append(f'{name}_bucket{{{labels},le="+Inf"}} {int(series[-2])}')
-            lines.append(f"{name}_sum{{{labels}}} {series[-1]:.6f}")
-            lines.append(f"{name}_count{{{labels}}} {int(series[-2])}")
-        return "\n".join(lines) + "\n"
+        return self.exposition().decode()
+
+
+class _WithoutCreated:
+    """One process's request metrics without the `_created` series, which the
+    multiprocess aggregate has not either: the same series whatever the worker count."""
+
+    def __init__(self, *metrics: Counter | Histogram) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        for metric in self._metrics:
+            for family in metric.collect():
+                family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+                yield family
+
+
+# The files the metrics library writes in a multiprocess directory: counter_<pid>.db,
+# histogram_<pid>.db, gauge_<mode>_<pid>.db, summary_<pid>.db. Only these are ever removed
+# there: an operator's directory may hold other files (a SQLite store among them).
+_WORKER_FILE = re.compile(r"(?:counter|histogram|summary|gauge_[a-z]+)_([0-9]+)\.db")
+
+
+def clear_worker_files(directory: Path) -> None:
+    """Remove the metrics library's files from `directory`, and nothing else."""
+    for path in directory.iterdir():
+        if _WORKER_FILE.fullmatch(path.name) and path.is_file():
+            path.unlink(missing_ok=True)
+
+
+def worker_files(directory: str) -> list[str]:
+    return sorted(
+        os.path.join(directory, name)
+        for name in os.listdir(directory)
+        if _WORKER_FILE.fullmatch(name)
+    )
+
+
+class WorkerFiles:
+    """Every worker's metrics, summed: what the library's MultiProcessCollector gives, read
+    from the library's own files alone (it would read any other `*.db` file there too, and
+    fail on it)."""
+
+    def __init__(self, directory: str) -> None:
+        self._directory = directory
+
+    def collect(self) -> Iterable[Metric]:
+        merged: Iterable[Metric] = MultiProcessCollector.merge(  # type: ignore[no-untyped-call]
+            worker_files(self._directory), accumulate=True
+        )
+        return merged
+
+
+class WorkerProcesses:
+    """The process metrics (CPU, memory, open files, start time) of every live worker, each
+    labelled by its pid, read from /proc when scraped: one worker's own numbers would jump
+    between scrapes as the workers take turns answering, and a gauge summed over workers
+    says nothing of any one of them. A worker is known by its files in the directory (it
+    has answered a request) or by answering this scrape; one is taken only while it runs
+    beside this one (same parent), so a pid reused by another program is not."""
+
+    def __init__(self, directory: str) -> None:
+        self._directory = directory
+
+    def pids(self) -> list[int]:
+        own, parent = os.getpid(), os.getppid()
+        found = {own}
+        for name in os.listdir(self._directory):
+            match = _WORKER_FILE.fullmatch(name)
+            if match:
+                found.add(int(match.group(1)))
+        return sorted(pid for pid in found if pid == own or _parent_of(pid) == parent)
+
+    def collect(self) -> Iterable[Metric]:
+        families: dict[str, Metric] = {}
+        for pid in self.pids():
+            for family in ProcessCollector(pid=_constant(pid), registry=None).collect():
+                merged = families.get(family.name)
+                if merged is None:
+                    merged = families[family.name] = Metric(
+                        family.name, family.documentation, family.type
+                    )
+                for sample in family.samples:
+                    merged.add_sample(sample.name, {**sample.labels, "pid": str(pid)}, sample.value)
+        return list(families.values())
+
+
+def _constant(pid: int) -> Callable[[], int]:
+    return lambda: pid
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # pid (comm) state ppid ...: comm may hold spaces and parentheses.
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def log_access(
@@ -326,13 +451,16 @@ def _error_body(error: ApiError, request_id: str) -> Message:
     METRICS_PATH,
     opt={"public": True},  # app.PUBLIC_OPT: no token
     include_in_schema=False,
-    sync_to_thread=False,
-    media_type="text/plain; version=0.0.4; charset=utf-8",
+    # In a worker thread: the text of a hundred series takes tens of milliseconds to write,
+    # which would hold every other request of the worker on its event loop meanwhile.
+    sync_to_thread=True,
 )
-def metrics_endpoint(request: Request[Any, Any, Any]) -> str:
-    """Prometheus metrics of this process; no token (it names routes, never accounts)."""
+def metrics_endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Prometheus metrics (summed over the workers, when there are several); no token (it
+    names routes, never accounts)."""
     metrics: Metrics = request.app.state.metrics
-    return metrics.render()
+    # Given whole, so the framework adds no charset of its own to it.
+    return Response(metrics.exposition(), headers={"content-type": CONTENT_TYPE_LATEST})
 
 
 __all__ = [

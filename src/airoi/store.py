@@ -92,7 +92,7 @@ class StoreGate:
 
 def size_worker_threads(app: Any) -> None:
     """On start-up: the event loop's worker threads as many as the gate lets requests in (a
-    few more for what reads the store without passing it: `/readyz`)."""
+    few more for what runs there without passing it: `/readyz`, `/metrics`)."""
     gate: StoreGate = app.state.store_gate
     to_thread.current_default_thread_limiter().total_tokens = gate.capacity + 4
 
