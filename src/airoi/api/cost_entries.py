@@ -34,6 +34,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import cost_entries
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.store import keyset_page
 
 
 class CostEntry(Row):
@@ -125,8 +126,9 @@ COST_ENTRIES = ShapedList(
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Cost entries"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
 )
+@keyset_page
 def list_cost_entries(
     principal: PrincipalDep,
     db: DbDep,

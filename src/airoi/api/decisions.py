@@ -34,6 +34,7 @@ from airoi.api.initiatives import Stage
 from airoi.api.rows import Row
 from airoi.db.tables import decisions, users
 from airoi.listing import ListQuery, ResumablePageInfo, parse_updated_since
+from airoi.store import keyset_page
 
 Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
 
@@ -144,8 +145,9 @@ DECISIONS = ListQuery(
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Decisions"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
 )
+@keyset_page
 def list_decisions(
     principal: PrincipalDep,
     db: DbDep,

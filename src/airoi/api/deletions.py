@@ -31,6 +31,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import deletions
 from airoi.listing import ResumablePageInfo, ShapedList, changed_since, parse_updated_since
+from airoi.store import keyset_page
 
 Resource = Literal[
     "initiatives",
@@ -81,8 +82,9 @@ DELETIONS = ShapedList(
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Deletions"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
 )
+@keyset_page
 def list_deletions(
     principal: PrincipalDep,
     db: DbDep,

@@ -28,6 +28,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row
 from airoi.db.tables import integrations, users
 from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
+from airoi.store import keyset_page
 
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
 AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
@@ -141,8 +142,9 @@ INTEGRATIONS = ListQuery(
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Integrations"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
 )
+@keyset_page
 def list_integrations(
     principal: PrincipalDep,
     db: DbDep,

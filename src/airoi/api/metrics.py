@@ -24,6 +24,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row
 from airoi.db.tables import metrics
 from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
+from airoi.store import keyset_page
 
 
 class Metric(Row):
@@ -75,8 +76,9 @@ METRICS = ListQuery(
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Metrics"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
 )
+@keyset_page
 def list_metrics(
     principal: PrincipalDep,
     db: DbDep,

@@ -32,6 +32,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import observations
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.store import keyset_page
 
 
 class Observation(Row):
@@ -97,8 +98,9 @@ OBSERVATIONS = ShapedList(
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Observations"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
 )
+@keyset_page
 def list_observations(
     principal: PrincipalDep,
     db: DbDep,

@@ -38,6 +38,7 @@ from airoi.api.common import (
 from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import value_entries
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.store import keyset_page
 
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
 
@@ -135,8 +136,9 @@ VALUE_ENTRIES = ShapedList(
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Value entries"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
 )
+@keyset_page
 def list_value_entries(
     principal: PrincipalDep,
     db: DbDep,
