@@ -13,8 +13,9 @@ Measures, does not optimise. For each database (SQLite, and PostgreSQL given an 
 
 1. ceiling: the keyset query GET /cost_entries runs (every column of cost_entries, WHERE
    account_id = ? [AND (updated_at, id) > (?, ?)] ORDER BY updated_at, id LIMIT n + 1, as the
-   service fetches one row more to know has_more) on the raw driver (sqlite3 read-only /
-   psycopg), rows shaped as the API's rows (dicts, nested source, `...Z` datetimes, the
+   service fetches one row more to know has_more; on SQLite behind a cursor, as the service,
+   the rest of the position's stamp, then the later stamps) on the raw driver (sqlite3
+   read-only / psycopg), rows shaped as the API's rows (dicts, nested source, `...Z` datetimes, the
    next_cursor) and encoded with orjson: pages/s at limit 100 and 500, first page and a page
    behind a cursor up to a million rows deep. Its body is checked equal to the service's.
 2. service: `airoi serve` (one uvicorn worker, pinned to core 0) driven by wrk (pinned to
@@ -128,6 +129,10 @@ COLUMNS = [c.name for c in cost_entries.columns]
 COL = {name: i for i, name in enumerate(COLUMNS)}
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM cost_entries WHERE account_id = {{p}}"
 KEYSET = " AND (updated_at, id) > ({p}, {p})"
+# SQLite seeks a row value on its first column only (the service's listing.py says why):
+# the rest of the position's stamp, then the later stamps, as the service reads them.
+SAME_STAMP = " AND updated_at = {p} AND id > {p}"
+LATER_STAMP = " AND updated_at > {p}"
 ORDER = " ORDER BY updated_at, id LIMIT {p}"
 
 
@@ -149,6 +154,8 @@ class Raw:
             p = "%s"
         self.first_sql = SELECT.format(p=p) + ORDER.format(p=p)
         self.after_sql = SELECT.format(p=p) + KEYSET.format(p=p) + ORDER.format(p=p)
+        self.same_sql = SELECT.format(p=p) + SAME_STAMP.format(p=p) + ORDER.format(p=p)
+        self.later_sql = SELECT.format(p=p) + LATER_STAMP.format(p=p) + ORDER.format(p=p)
         self.stamp = _sqlite_stamp if self.sqlite else _pg_stamp
         # The store's own secret, as the service signs its cursors (SEMANTICS R13).
         secret = self.conn.execute("SELECT secret FROM store_secret WHERE id = 1").fetchone()[0]
@@ -157,7 +164,16 @@ class Raw:
     def rows(self, limit: int, after: tuple[Any, int] | None) -> list[tuple[Any, ...]]:
         if after is None:
             return list(self.conn.execute(self.first_sql, (ACCOUNT_ID, limit + 1)).fetchall())
-        return list(self.conn.execute(self.after_sql, (ACCOUNT_ID, *after, limit + 1)).fetchall())
+        if not self.sqlite:
+            rows = self.conn.execute(self.after_sql, (ACCOUNT_ID, *after, limit + 1)).fetchall()
+            return list(rows)
+        same = self.conn.execute(self.same_sql, (ACCOUNT_ID, *after, limit + 1)).fetchall()
+        if len(same) > limit:
+            return list(same)
+        later = self.conn.execute(
+            self.later_sql, (ACCOUNT_ID, after[0], limit + 1 - len(same))
+        ).fetchall()
+        return [*same, *later]
 
     def page(self, limit: int, after: tuple[Any, int] | None) -> tuple[bytes, Any, int]:
         """The body, the position after its last row (None at the end), and its row count."""
