@@ -77,6 +77,15 @@ def served() -> Iterator[list[RunningServer]]:
         server.stop()
 
 
+def _serve(database: OwnPostgres, served: list[RunningServer]) -> RunningServer:
+    """The app on the tests' own PostgreSQL, with a short statement timeout."""
+    server = RunningServer(
+        Settings(database_url=database.url, statement_timeout_ms=STATEMENT_TIMEOUT_MS)
+    )
+    served.append(server)
+    return server
+
+
 def _messages(records: list[Any]) -> list[str]:
     return [record.getMessage() for record in records]
 
@@ -86,10 +95,7 @@ def test_a_frozen_database_is_answered_503_and_served_again_once_it_thaws(
     postgres: tuple[OwnPostgres, str], served: list[RunningServer]
 ) -> None:
     database, token = postgres
-    server = RunningServer(
-        Settings(database_url=database.url, statement_timeout_ms=STATEMENT_TIMEOUT_MS)
-    )
-    served.append(server)
+    server = _serve(database, served)
     page = "/api/v1/initiatives"
     with logged("airoi.db") as records, httpx.Client(base_url=server.base_url) as http:
         assert http.get(page, headers=bearer(token), timeout=10).status_code == 200
@@ -125,10 +131,7 @@ def test_health_and_refusals_never_wait_on_requests_waiting_for_a_frozen_databas
     # Issue: a worker ran its requests' database work on its event loop, so while one request
     # waited on the frozen server /healthz waited with it, up to the whole deadline.
     database, token = postgres
-    server = RunningServer(
-        Settings(database_url=database.url, statement_timeout_ms=STATEMENT_TIMEOUT_MS)
-    )
-    served.append(server)
+    server = _serve(database, served)
     page = "/api/v1/initiatives"
     with httpx.Client(base_url=server.base_url) as http:
         assert http.get(page, headers=bearer(token), timeout=10).status_code == 200
