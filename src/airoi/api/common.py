@@ -127,6 +127,9 @@ REPORTED_ON = KwargDefinition(
         "when period_start is null. GET /roi and the period filters use it."
     )
 )
+# An entry's amount as given, in its own currency (cost and value entries alike).
+EntryAmount = Annotated[Cents | None, note("Cents, in currency. Key always present; may be null.")]
+EntryCurrency = Annotated[str | None, note("ISO 4217 code of amount_cents.")]
 ACCOUNT_AMOUNT = KwargDefinition(
     description=(
         "amount_cents converted into the account currency at the rate in effect on "

@@ -17,6 +17,8 @@ from airoi.api.common import (
     Cursor,
     CursorsDep,
     DbDep,
+    EntryAmount,
+    EntryCurrency,
     Id,
     InitiativeFilter,
     Limit,
@@ -40,10 +42,8 @@ from airoi.store import keyset_page
 class CostEntry(Row):
     id: Id
     initiative_id: Annotated[Id, note("The initiative the cost belongs to.")]
-    amount_cents: Annotated[
-        Cents | None, note("Cents, in currency. Key always present; may be null.")
-    ]
-    currency: Annotated[str | None, note("ISO 4217 code of amount_cents.")]
+    amount_cents: EntryAmount
+    currency: EntryCurrency
     account_amount_cents: Annotated[Cents | None, ACCOUNT_AMOUNT]
     cost_type: Annotated[
         str | None, note("Free kinds such as software, tokens, implementation, infrastructure.")

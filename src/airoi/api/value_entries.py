@@ -20,6 +20,8 @@ from airoi.api.common import (
     CursorsDep,
     DateTimeText,
     DbDep,
+    EntryAmount,
+    EntryCurrency,
     Id,
     InitiativeFilter,
     Int64,
@@ -46,10 +48,8 @@ ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed",
 class ValueEntry(Row):
     id: Id
     initiative_id: Annotated[Id, note("The initiative the value belongs to.")]
-    amount_cents: Annotated[
-        Cents | None, note("Cents, in currency. Key always present; may be null.")
-    ]
-    currency: Annotated[str | None, note("ISO 4217 code of amount_cents.")]
+    amount_cents: EntryAmount
+    currency: EntryCurrency
     account_amount_cents: Annotated[Cents | None, ACCOUNT_AMOUNT]
     status: Annotated[
         ValueStatus,
