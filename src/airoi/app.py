@@ -85,7 +85,7 @@ from airoi.observability import (
 )
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
-from airoi.store import StoreGate, size_worker_threads
+from airoi.store import StoreGate, read_in_place, size_worker_threads
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 
@@ -139,7 +139,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         gate: StoreGate = connection.app.state.store_gate
         context.leave_gate = await gate.enter()
         keep = connection.scope["path"].startswith(f"{API_PREFIX}/")
-        if engine.dialect.name == "sqlite":
+        if read_in_place(engine.dialect):
             # A file on this machine: the lookup (about 45 µs) never waits on a server, and a
             # hop to a worker thread and back cost several times that (airoi.store).
             principal = _look_up(context, engine, authorization, keep)

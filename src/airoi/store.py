@@ -1,7 +1,7 @@
-"""The store as a request reaches it: never from the event loop.
+"""The store as a request reaches it: no wait on a database server from the event loop.
 
-Every wait on the database (a pool checkout, a new connection, a statement and its rows) is
-made in a worker thread, so the event loop keeps answering what needs no database while a
+Every wait on a database server (a pool checkout, a new connection, a statement and its
+rows) is made in a worker thread, so the event loop keeps answering what needs no database while a
 request waits or the database is away: `/healthz`, a refusal, a light page beside a heavy
 one. A request of /api/v1 on PostgreSQL makes two such hops: the token lookup (which checks
 out the request's connection) and its handler (which reads through it); on SQLite, a file
@@ -26,15 +26,20 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from anyio import to_thread
-from sqlalchemy import Engine
+from sqlalchemy import Dialect, Engine
 from sqlalchemy.pool import QueuePool
 
-from airoi.errors import ApiError
-from airoi.failures import RETRY_AFTER_SECONDS
+from airoi.failures import database_unavailable
 
 BUSY_MESSAGE = "The service is busy; try again shortly."
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def read_in_place(dialect: Dialect) -> bool:
+    """Whether short reads of this store are made where they are asked, on the event loop:
+    SQLite, a file on this machine that no server can leave waiting."""
+    return dialect.name == "sqlite"
 
 
 def pool_capacity(engine: Engine) -> int:
@@ -81,9 +86,7 @@ class StoreGate:
             async with asyncio.timeout(self.wait_s):
                 await semaphore.acquire()
         except TimeoutError:
-            raise ApiError(
-                503, BUSY_MESSAGE, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
-            ) from None
+            raise database_unavailable(BUSY_MESSAGE) from None
         given_back = False
 
         def leave() -> None:
@@ -113,7 +116,7 @@ def keyset_page(handler: Callable[P, T]) -> Callable[P, Awaitable[T]]:
     @functools.wraps(handler)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
         db: Any = kwargs["db"]
-        if db.dialect.name == "sqlite":
+        if read_in_place(db.dialect):
             return handler(*args, **kwargs)
         return await to_thread.run_sync(functools.partial(handler, *args, **kwargs))
 
