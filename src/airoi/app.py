@@ -36,6 +36,7 @@ from sqlalchemy.exc import DBAPIError
 
 from airoi import __version__
 from airoi.api import (
+    breakdown,
     budgets,
     cost_entries,
     decisions,
@@ -100,9 +101,12 @@ QUERY_RULES_OPT = "query_rules"
 # A whole number as JSON writes one: digits, no leading zero, an optional minus.
 WHOLE_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)")
 LEADING_ZERO = re.compile(r"-?0[0-9]+")
+# How the framework says a required parameter was not given (the name is the endpoint's own).
+_MISSING = re.compile(r"Missing required [a-z]+ parameter '([a-z_]{1,40})'")
 
 ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     roi.get_roi,
+    breakdown.get_roi_breakdown,
     initiatives.list_initiatives,
     initiatives.get_initiative,
     cost_entries.list_cost_entries,
@@ -213,6 +217,9 @@ def _validation_message(exc: ValidationException) -> str:
         if isinstance(problem, dict) and problem.get("key"):
             detail = str(problem.get("message") or "is not valid").rstrip(".")
             return f"The {problem['key']} parameter is not valid: {detail}."
+    missing = _MISSING.match(str(exc.detail))
+    if missing is not None:
+        return f"The {missing.group(1)} parameter is required."
     return "A parameter is not one this endpoint accepts."
 
 

@@ -90,6 +90,10 @@ class Position:
 MAX_ID = 2**63 - 1
 _MAX_CURSOR = 200
 _TAG_BYTES = 16
+NOT_ISSUED = (
+    "The cursor parameter is not a cursor this endpoint issued; "
+    "pass the next_cursor of a previous page unchanged."
+)
 # What the signed payload holds: endpoint|account id|microseconds since 1970|row id.
 _PAYLOAD = re.compile(r"([a-z_]{1,40})\|([0-9]{1,19})\|(-?[0-9]{1,19})\|([0-9]{1,19})")
 
@@ -110,18 +114,10 @@ class CursorCodec:
         """The cursor carrying `payload`, signed."""
         return base64.urlsafe_b64encode(payload + self._tag(payload)).decode().rstrip("=")
 
-    def encode(self, endpoint: str, account_id: int, position: Position) -> str:
-        micros = (position.updated_at - _EPOCH) // timedelta(microseconds=1)
-        return self.seal(f"{endpoint}|{account_id}|{micros}|{position.id}".encode())
-
-    def decode(self, endpoint: str, account_id: int, cursor: str) -> Position:
-        """The position a cursor stands for; 400 unless this endpoint issued it to this
-        account, and its position is one the store can hold."""
-        refused = bad_parameter(
-            "The cursor parameter is not a cursor this endpoint issued; "
-            "pass the next_cursor of a previous page unchanged."
-        )
-        if len(cursor) > _MAX_CURSOR:
+    def unseal(self, cursor: str, max_length: int = _MAX_CURSOR) -> bytes:
+        """The payload of a cursor this codec sealed; 400 for anything else."""
+        refused = bad_parameter(NOT_ISSUED)
+        if len(cursor) > max_length:
             raise refused
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
@@ -133,7 +129,17 @@ class CursorCodec:
         payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
         if len(raw) <= _TAG_BYTES or not hmac.compare_digest(tag, self._tag(payload)):
             raise refused
-        fields = _PAYLOAD.fullmatch(payload.decode("ascii", "replace"))
+        return payload
+
+    def encode(self, endpoint: str, account_id: int, position: Position) -> str:
+        micros = (position.updated_at - _EPOCH) // timedelta(microseconds=1)
+        return self.seal(f"{endpoint}|{account_id}|{micros}|{position.id}".encode())
+
+    def decode(self, endpoint: str, account_id: int, cursor: str) -> Position:
+        """The position a cursor stands for; 400 unless this endpoint issued it to this
+        account, and its position is one the store can hold."""
+        refused = bad_parameter(NOT_ISSUED)
+        fields = _PAYLOAD.fullmatch(self.unseal(cursor).decode("ascii", "replace"))
         if fields is None:
             raise refused
         issued_for, issued_to, micros, row_id = fields.groups()

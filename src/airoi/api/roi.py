@@ -4,9 +4,10 @@ The sums run in SQL over amounts already converted into the account currency on 
 (SEMANTICS R5, R2); the rules of R7-R9 are finished in finance/.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import get
@@ -98,48 +99,98 @@ def _in_scope(
     return and_(*conditions)
 
 
+def roi_scope(db: Connection, principal: Principal, initiative_id: int | None) -> RoiScope:
+    """The portfolio, or the account's initiative `initiative_id` (404 for any other)."""
+    if initiative_id is None:
+        return RoiScope(type="portfolio")
+    title = db.execute(
+        select(initiatives.c.title).where(
+            initiatives.c.id == initiative_id,
+            initiatives.c.account_id == principal.account_id,
+        )
+    ).scalar()
+    if title is None:
+        raise not_found("initiative")
+    return RoiScope(type="initiative", id=initiative_id, title=title)
+
+
+def roi_period(window: str, today: date) -> tuple[RoiPeriod, tuple[date, date] | None]:
+    """The window as served, and its (from, through) bounds (None for all), SEMANTICS R8."""
+    span = window_range(window, today)
+    if span is None:
+        return RoiPeriod(window=window, label=WINDOW_LABELS[window]), None
+    period = RoiPeriod(window=window, label=WINDOW_LABELS[window], from_=span[0], through=span[1])
+    return period, span
+
+
+# Keys of grouped sums: one value per grouping column (the empty tuple when not grouped).
+Key = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class RoiSums:
+    """The SQL half of R9 for one scope and window, grouped by zero or more columns:
+    cost by key and category, and approved value by key (None when value was not asked)."""
+
+    cost: dict[Key, dict[str, int]]
+    approved: dict[Key, int] | None
+
+    def figures(self, key: Key = ()) -> RoiFigures:
+        """R9 finished for one key (finance/)."""
+        cost = self.cost.get(key, {})
+        approved = 0 if self.approved is None else self.approved.get(key, 0)
+        return roi_figures(approved, cost.get("capex", 0), cost.get("opex", 0))
+
+
+def roi_sums(
+    db: Connection,
+    principal: Principal,
+    *,
+    initiative_id: int | None,
+    span: tuple[date, date] | None,
+    cost_by: Sequence[str] = (),
+    value_by: Sequence[str] | None = (),
+) -> RoiSums:
+    """Converted amounts summed in SQL (R5, R2, R7), grouped by the named columns of each
+    table; `value_by=None` leaves approved value out (a split of cost alone)."""
+    cost_keys = [cost_entries.c[name] for name in cost_by]
+    cost: dict[Key, dict[str, int]] = {}
+    for *key, category, cents in db.execute(
+        select(
+            *cost_keys,
+            cost_entries.c.cost_category,
+            func.coalesce(func.sum(cost_entries.c.account_amount_cents), 0),
+        )
+        .where(_in_scope(cost_entries, principal, initiative_id, span))
+        .group_by(*cost_keys, cost_entries.c.cost_category)
+    ):
+        cost.setdefault(tuple(key), {})[category] = int(cents)
+    if value_by is None:
+        return RoiSums(cost=cost, approved=None)
+    value_keys = [value_entries.c[name] for name in value_by]
+    approved = {
+        tuple(key): int(cents)
+        for *key, cents in db.execute(
+            select(*value_keys, func.coalesce(func.sum(value_entries.c.account_amount_cents), 0))
+            .where(
+                _in_scope(value_entries, principal, initiative_id, span),
+                value_entries.c.status == "approved",
+            )
+            .group_by(*value_keys)
+        )
+    }
+    return RoiSums(cost=cost, approved=approved)
+
+
 def compute_roi(
     db: Connection, principal: Principal, *, window: str, initiative_id: int | None, today: date
 ) -> RoiResult:
     """SEMANTICS R7-R9, for the endpoint and the tool alike."""
-    scope = RoiScope(type="portfolio")
-    if initiative_id is not None:
-        title = db.execute(
-            select(initiatives.c.title).where(
-                initiatives.c.id == initiative_id,
-                initiatives.c.account_id == principal.account_id,
-            )
-        ).scalar()
-        if title is None:
-            raise not_found("initiative")
-        scope = RoiScope(type="initiative", id=initiative_id, title=title)
-    span = window_range(window, today)
-    period = RoiPeriod(window=window, label=WINDOW_LABELS[window])
-    if span is not None:
-        period = RoiPeriod(
-            window=window, label=WINDOW_LABELS[window], from_=span[0], through=span[1]
-        )
-
-    costs: dict[str, int] = {
-        category: int(cents)
-        for category, cents in db.execute(
-            select(
-                cost_entries.c.cost_category,
-                func.coalesce(func.sum(cost_entries.c.account_amount_cents), 0),
-            )
-            .where(_in_scope(cost_entries, principal, initiative_id, span))
-            .group_by(cost_entries.c.cost_category)
-        )
-    }
-    approved = db.execute(
-        select(func.coalesce(func.sum(value_entries.c.account_amount_cents), 0)).where(
-            _in_scope(value_entries, principal, initiative_id, span),
-            value_entries.c.status == "approved",
-        )
-    ).scalar_one()
-    figures = roi_figures(int(approved), int(costs.get("capex", 0)), int(costs.get("opex", 0)))
+    scope = roi_scope(db, principal, initiative_id)
+    period, span = roi_period(window, today)
+    sums = roi_sums(db, principal, initiative_id=initiative_id, span=span)
     return RoiResult(
-        scope=scope, period=period, currency=principal.account_currency, figures=figures
+        scope=scope, period=period, currency=principal.account_currency, figures=sums.figures()
     )
 
 
