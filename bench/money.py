@@ -1,13 +1,14 @@
-"""GET /roi and GET /budgets on a large account, against the raw SQL aggregate each needs.
+"""GET /roi, its breakdowns and GET /budgets on a large account, against the raw SQL each needs.
 
     python -m bench.money [--cost-entries 1000000 --value-entries 200000 --initiatives 2000]
                           [--postgres URL]
 
 For each database: load a generated bundle (budgets on three initiatives in four), then time
 through a real server on loopback GET /roi (all, 1yr) and GET /budgets (limit 100, 500), and
-the same sums as one hand-written query on the raw driver (sqlite3 / psycopg). Prints the
-median and p99 of each and the ratio service/raw (targets: /roi within 2x, a /budgets page
-of 100 within 3x).
+the same sums as one hand-written query on the raw driver (sqlite3 / psycopg); the same for
+GET /roi/breakdown by month and by initiative (a page of 500) against the grouped sums. Prints
+the median and p99 of each and the ratio service/raw (targets: /roi and its breakdowns within
+2x, a /budgets page of 100 within 3x).
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ SELECT cost_category, SUM(account_amount_cents) FROM cost_entries
 UNION ALL
 SELECT 'approved', SUM(account_amount_cents) FROM value_entries
  WHERE {scope} AND status = 'approved' {span}
+"""
+# The same sums grouped by one more column, with the initiatives' titles (SEMANTICS R37).
+SPLIT_SQL = """
+SELECT {key}, cost_category, SUM(account_amount_cents) FROM cost_entries
+ WHERE {scope} GROUP BY {key}, cost_category
+UNION ALL
+SELECT {key}, 'approved', SUM(account_amount_cents) FROM value_entries
+ WHERE {scope} AND status = 'approved' GROUP BY {key}
+UNION ALL
+SELECT id, 'title', title FROM initiatives WHERE account_id = {a} AND NOT is_sample
 """
 BUDGET_SQL = """
 WITH page AS (
@@ -79,6 +90,18 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
             scope=PORTFOLIO.format(a=A),
             span=f"AND entry_date BETWEEN '{ONE_YEAR_FROM}' AND '{TODAY}'",
         ),
+    ),
+    (
+        "roi_by_month",
+        "roi/breakdown",
+        {"by": "month", "limit": 500},
+        SPLIT_SQL.format(key="entry_month", scope=PORTFOLIO.format(a=A), a=A),
+    ),
+    (
+        "roi_by_initiative",
+        "roi/breakdown",
+        {"by": "initiative", "limit": 500},
+        SPLIT_SQL.format(key="initiative_id", scope=PORTFOLIO.format(a=A), a=A),
     ),
     ("budgets_100", "budgets", {"limit": 100}, BUDGET_SQL.format(a=A, limit=100, today=TODAY)),
     ("budgets_500", "budgets", {"limit": 500}, BUDGET_SQL.format(a=A, limit=500, today=TODAY)),
