@@ -10,8 +10,8 @@ Checks named on the command line win over the per-operation switches of schemath
 (schemathesis merges CLI-named checks above the file), so `--checks all` would re-enable
 the exception recorded there. The run is therefore split in two, which together apply
 exactly what the file records:
-- the operations the file names (the lists and the ROI breakdown, paged alike): every check but positive_data_acceptance (a
-  made-up cursor string is schema-valid yet refused);
+- the operations the file names (the lists and the ROI breakdown, paged alike): every check
+  but positive_data_acceptance (a made-up cursor string is schema-valid yet refused);
 - every other operation (/initiatives/{id}, /roi, the description itself): every check.
 """
 

@@ -40,7 +40,7 @@ from airoi.finance.breakdown import (
     quarter_of,
     quarters_from,
 )
-from airoi.finance.periods import months_between
+from airoi.finance.periods import month_of, months_between
 from airoi.listing import DEFAULT_LIMIT, NOT_ISSUED, CursorCodec, PageInfo
 
 By = Literal["initiative", "month", "quarter", "cost_type", "vendor"]
@@ -174,8 +174,9 @@ def _by_vendor(
 # The column each `by` groups cost by in SQL, and value by (None: a split of cost alone).
 _GROUPS: Final[dict[str, tuple[Sequence[str], Sequence[str] | None]]] = {
     "initiative": (("initiative_id",), ("initiative_id",)),
-    "month": (("entry_month",), ("entry_month",)),
-    "quarter": (("entry_month",), ("entry_month",)),
+    # By day, folded into months here: the date is in the covering ROI indexes, the month not.
+    "month": (("entry_date",), ("entry_date",)),
+    "quarter": (("entry_date",), ("entry_date",)),
     "cost_type": (("cost_type",), None),
     "vendor": (("vendor_id",), None),
 }
@@ -201,7 +202,7 @@ def compute_breakdown(
     if by == "initiative":
         rows = _by_initiative(db, principal, scope, sums)
     elif by == "month":
-        rows = _by_period(sums, span, months_between, lambda m: m, month_label)
+        rows = _by_period(sums, span, months_between, month_of, month_label)
     elif by == "quarter":
         rows = _by_period(
             sums,

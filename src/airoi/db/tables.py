@@ -225,6 +225,9 @@ cost_entries = Table(
         "entry_date",
         "cost_category",
         "initiative_id",
+        # What a breakdown by vendor or cost type groups by (SEMANTICS R37), covered too.
+        "vendor_id",
+        "cost_type",
         "account_amount_cents",
     ),
     # In the order the budget sums group by (initiative, month, category), so the sums are
