@@ -116,7 +116,7 @@ def story() -> Story:
         "connections": _keyed("connections", parsed["connections"]["connections"]),
         "metrics": _keyed("metrics", parsed["metrics"]["metrics"]),
     }
-    owner = next(p for p in parsed["company"]["people"] if p["role"] == "owner")
-    if owner["id"] != DEMO_OWNER_USER_ID:
-        raise StoryError(f"company.toml: the owner's id is not {DEMO_OWNER_USER_ID}")
+    owners = [p["id"] for p in parsed["company"]["people"] if p.get("role") == "owner"]
+    if owners != [DEMO_OWNER_USER_ID]:
+        raise StoryError(f"company.toml: the one owner must have id {DEMO_OWNER_USER_ID}")
     return Story(files=parsed, ids=ids)
