@@ -61,6 +61,7 @@ from airoi.api.common import (
 )
 from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
+from airoi.cors import allow_cross_origin
 from airoi.db.engine import make_engine
 from airoi.db.migrate import require_current_schema
 from airoi.db.secret import require_store_secret
@@ -505,6 +506,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     redact_library_logs()  # once the engine and the tool server have made their loggers
     conditional_get(app, f"{API_PREFIX}/")  # inside HEAD-as-GET, so HEAD gets GET's ETag
     only_get_and_head(app)
+    allow_cross_origin(app, settings.cors_origins)  # an allowed preflight before R30's 405
     observe(app, metrics)  # outermost: sees every answer, including HEAD and 405
     return app
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 
@@ -24,6 +25,29 @@ LOG_FORMATS = ("json", "text")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_LOG_FORMAT = "json"
 DEFAULT_LOG_LEVEL = "info"
+
+
+ANY_ORIGIN = "*"
+# scheme://host[:port], as a browser sends it in Origin: no path, no trailing slash.
+_ORIGIN = re.compile(r"https?://([a-z0-9.-]{1,253}|\[[0-9a-f:.]{2,45}\])(:[0-9]{1,5})?")
+_MAX_ORIGINS = 100
+
+
+def parse_origins(value: str | None) -> tuple[str, ...]:
+    """AIROI_CORS_ORIGINS: comma-separated origins, or `*` for any. ValueError says what is
+    wrong with a value that is neither."""
+    origins = tuple(o.strip().lower() for o in (value or "").split(",") if o.strip())
+    if len(origins) > _MAX_ORIGINS:
+        raise ValueError(f"AIROI_CORS_ORIGINS names at most {_MAX_ORIGINS} origins")
+    if ANY_ORIGIN in origins and len(origins) > 1:
+        raise ValueError("AIROI_CORS_ORIGINS is either * alone or a list of origins")
+    for origin in origins:
+        if origin != ANY_ORIGIN and not _ORIGIN.fullmatch(origin):
+            raise ValueError(
+                "AIROI_CORS_ORIGINS takes origins such as https://notebook.example.com or "
+                f"http://localhost:8888 (scheme, host and port, no path), not {origin[:80]!r}"
+            )
+    return origins
 
 
 def _today_from_env(value: str | None) -> date | None:
@@ -127,6 +151,8 @@ class Settings:
     header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS
     log_format: str = DEFAULT_LOG_FORMAT
     log_level: str = DEFAULT_LOG_LEVEL
+    # SEMANTICS R30: origins whose pages may read the API (airoi.cors); none by default.
+    cors_origins: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -146,6 +172,7 @@ class Settings:
                 LOG_FORMAT_ENV, env.get(LOG_FORMAT_ENV), LOG_FORMATS, DEFAULT_LOG_FORMAT
             ),
             log_level=_one_of(LOG_LEVEL_ENV, env.get(LOG_LEVEL_ENV), LOG_LEVELS, DEFAULT_LOG_LEVEL),
+            cors_origins=parse_origins(env.get("AIROI_CORS_ORIGINS")),
         )
 
     def with_(self, **changes: object) -> Settings:
