@@ -36,12 +36,12 @@ from airoi.api.common import (
     note,
     person,
 )
-from airoi.api.rows import Row
 from airoi.auth import Principal
 from airoi.db.tables import budget_versions, cost_entries, fx_rates, initiatives, users
 from airoi.finance.budgets import BudgetFigures, BudgetVersion, budget_figures
 from airoi.finance.money import FxTable
 from airoi.listing import ListQuery, PageInfo
+from airoi.rows import Row
 
 BudgetStatus = Literal["no_budget", "scheduled", "within", "over"]
 

@@ -31,9 +31,9 @@ from airoi.api.common import (
     text_datetime,
 )
 from airoi.api.initiatives import Stage
-from airoi.api.rows import Row
 from airoi.db.tables import decisions, users
 from airoi.listing import ListQuery, ResumablePageInfo, parse_updated_since
+from airoi.rows import Row
 from airoi.store import keyset_page
 
 Outcome = Literal["continue", "scale", "fix", "pause", "retire"]

@@ -28,9 +28,9 @@ from airoi.api.common import (
     note,
     timestamp,
 )
-from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import deletions
 from airoi.listing import ResumablePageInfo, ShapedList, changed_since, parse_updated_since
+from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
 
 Resource = Literal[

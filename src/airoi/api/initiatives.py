@@ -28,7 +28,6 @@ from airoi.api.common import (
     person,
     text_datetime,
 )
-from airoi.api.rows import Row
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
 from airoi.listing import (
@@ -38,6 +37,7 @@ from airoi.listing import (
     changed_since,
     parse_updated_since,
 )
+from airoi.rows import Row
 
 Stage = Literal[
     "identified",

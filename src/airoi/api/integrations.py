@@ -25,9 +25,9 @@ from airoi.api.common import (
     person,
     text_datetime,
 )
-from airoi.api.rows import Row
 from airoi.db.tables import integrations, users
 from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
+from airoi.rows import Row
 from airoi.store import keyset_page
 
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]

@@ -37,9 +37,9 @@ from airoi.api.common import (
     periods,
     source_shape,
 )
-from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import value_entries
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
 
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
