@@ -1,6 +1,6 @@
 """GET /initiatives and GET /initiatives/{id} (SPEC 2.2, 4.A.4, 4.A.5)."""
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from litestar import get
@@ -38,17 +38,7 @@ from airoi.listing import (
     parse_updated_since,
 )
 from airoi.rows import Row
-
-Stage = Literal[
-    "identified",
-    "reviewing",
-    "implementing",
-    "live",
-    "paused",
-    "completed",
-    "rejected",
-    "dismissed",
-]
+from airoi.vocabulary import Stage
 
 
 class Initiative(Row):

@@ -1,7 +1,7 @@
 """GET /value_entries (SPEC 2.4, 4.A.7)."""
 
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 from litestar import get
@@ -41,8 +41,7 @@ from airoi.db.tables import value_entries
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
 from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
-
-ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
+from airoi.vocabulary import ValueStatus
 
 
 class ValueEntry(Row):
