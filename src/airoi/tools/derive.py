@@ -39,6 +39,7 @@ def derived(
     refs = refs or {}
     plain = get_type_hints(struct)
     annotated = get_type_hints(struct, include_extras=True)
+    renamed = {f.name for f in msgspec.structs.fields(struct) if f.encode_name != f.name}
     definitions: dict[str, Any] = {}
     for field in fields or struct.__struct_fields__:
         if isinstance(field, tuple):
@@ -47,6 +48,8 @@ def derived(
             continue
         if field not in plain:
             raise TypeError(f"{struct.__name__} has no field {field!r}")
+        if field in renamed:  # served under another name: the model would need an alias
+            raise TypeError(f"{struct.__name__}.{field} is renamed on the wire; declare it")
         description = _description(annotated[field])
         definitions[field] = (
             _tool_type(plain[field], refs),
