@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import DateTime, Engine, Integer, String, literal, select
 
-from airoi.api.rows import Shape, iso_ms
+from airoi.rows import Shape, iso_ms
 from airoi.timeutil import format_datetime, truncate_ms
 
 EDGES = [

@@ -34,12 +34,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import NullType
 
-from airoi.api.rows import Shape, iso_ms
 from airoi.db.prepared import Prepared
 from airoi.db.secret import read_store_secret
 from airoi.db.types import LowerBound, read_stored_datetime, stores_served_text
 from airoi.errors import bad_parameter
 from airoi.failures import database_unavailable
+from airoi.rows import Shape, iso_ms
 from airoi.timeutil import OutOfRange, parse_datetime
 
 T = TypeVar("T")

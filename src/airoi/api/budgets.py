@@ -6,6 +6,7 @@ its entries converted one by one (SEMANTICS R4, R5). The rules R16-R25 are finis
 finance/budgets.py.
 """
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import date
@@ -36,12 +37,13 @@ from airoi.api.common import (
     note,
     person,
 )
-from airoi.api.rows import Row
 from airoi.auth import Principal
 from airoi.db.tables import budget_versions, cost_entries, fx_rates, initiatives, users
 from airoi.finance.budgets import BudgetFigures, BudgetVersion, budget_figures
 from airoi.finance.money import FxTable
 from airoi.listing import ListQuery, PageInfo
+from airoi.rows import Row
+from airoi.vocabulary import BudgetSource, CostCategory, OpexCadence
 
 BudgetStatus = Literal["no_budget", "scheduled", "within", "over"]
 
@@ -54,8 +56,8 @@ class CurrentVersion(Row):
     ends_on: Annotated[date | None, note("Last month covered, whole-month.")]
     capex_cents: Annotated[Cents, note("One-off total, not accrued.")]
     opex_cents: Annotated[Cents, note("A rate per opex_cadence.")]
-    opex_cadence: Literal["monthly", "quarterly", "annually"]
-    source: Literal["approval", "revision", "manual"]
+    opex_cadence: OpexCadence
+    source: BudgetSource
     reason: Annotated[str | None, note("Words of whoever set it.")]
     set_by: Annotated[Person | None, note("Who set it, by name only.")]
 
@@ -76,9 +78,7 @@ class BudgetRow(Row):
             " either the capex half or the opex half is over."
         ),
     ]
-    over_parts: Annotated[
-        list[Literal["capex", "opex"]], note("Which half is over when status is over.")
-    ]
+    over_parts: Annotated[list[CostCategory], note("Which half is over when status is over.")]
     currency: Annotated[str | None, note("ISO 4217 code of the amounts.")]
     as_of: Annotated[date, note("The day the comparison was made (today).")]
     capex_budget_cents: Annotated[Cents, note("The current version's envelope.")]
@@ -265,38 +265,17 @@ def _current_version(version: BudgetVersion | None, names: dict[int, str]) -> Cu
     )
 
 
+# The row's fields finance/budgets.py computes: all but the three the row is given here.
+FIGURES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(BudgetFigures))
+
+
 def budget_row(
     initiative_id: int, currency: str, figures: BudgetFigures, today: date, names: dict[int, str]
 ) -> BudgetRow:
-    f = figures
-    return BudgetRow(
-        initiative_id=initiative_id,
-        budgeted=f.budgeted,
-        status=f.status,  # type: ignore[arg-type]
-        over_parts=list(f.over_parts),  # type: ignore[arg-type]
-        currency=currency,
-        as_of=today,
-        capex_budget_cents=f.capex_budget_cents,
-        capex_actual_cents=f.capex_actual_cents,
-        capex_remaining_cents=f.capex_remaining_cents,
-        opex_budget_to_date_cents=f.opex_budget_to_date_cents,
-        opex_actual_cents=f.opex_actual_cents,
-        budget_monthly_run_rate_cents=f.budget_monthly_run_rate_cents,
-        actual_monthly_run_rate_cents=f.actual_monthly_run_rate_cents,
-        budget_to_date_cents=f.budget_to_date_cents,
-        actual_to_date_cents=f.actual_to_date_cents,
-        variance_cents=f.variance_cents,
-        used_ratio=f.used_ratio,
-        spent_before_budget_cents=f.spent_before_budget_cents,
-        opex_budget_fiscal_year_cents=f.opex_budget_fiscal_year_cents,
-        opex_budget_fiscal_ytd_cents=f.opex_budget_fiscal_ytd_cents,
-        opex_actual_fiscal_ytd_cents=f.opex_actual_fiscal_ytd_cents,
-        budget_started_on=f.budget_started_on,
-        revised=f.revised,
-        version_count=f.version_count,
-        revision_pending=f.revision_pending,
-        current_version=_current_version(f.current_version, names),
-    )
+    computed = {name: getattr(figures, name) for name in FIGURES}
+    computed["over_parts"] = list(figures.over_parts)
+    computed["current_version"] = _current_version(figures.current_version, names)
+    return BudgetRow(initiative_id=initiative_id, currency=currency, as_of=today, **computed)
 
 
 def compute_budget_rows(

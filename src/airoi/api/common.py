@@ -22,12 +22,12 @@ from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
 from sqlalchemy import ColumnElement, Connection, Table, bindparam, exists, select
 
-from airoi.api.rows import Row, Shape
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
 from airoi.listing import DEFAULT_LIMIT, MAX_ID, MAX_LIMIT, Cursors, changed_since
 from airoi.observability import held_context
+from airoi.rows import Row, Shape
 from airoi.timeutil import format_datetime
 
 if TYPE_CHECKING:

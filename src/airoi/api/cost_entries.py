@@ -1,7 +1,7 @@
 """GET /cost_entries (SPEC 2.3, 4.A.6)."""
 
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 from litestar import get
@@ -33,10 +33,11 @@ from airoi.api.common import (
     periods,
     source_shape,
 )
-from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import cost_entries
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
+from airoi.vocabulary import CostCategory
 
 
 class CostEntry(Row):
@@ -49,7 +50,7 @@ class CostEntry(Row):
         str | None, note("Free kinds such as software, tokens, implementation, infrastructure.")
     ]
     cost_category: Annotated[
-        Literal["capex", "opex"],
+        CostCategory,
         note(
             "capex (one-time) or opex (running). Follows from the type unless changed by a person."
         ),

@@ -1,7 +1,7 @@
 """GET /decisions (SPEC 2.8, 4.A.11)."""
 
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from litestar import get
@@ -30,13 +30,11 @@ from airoi.api.common import (
     person,
     text_datetime,
 )
-from airoi.api.initiatives import Stage
-from airoi.api.rows import Row
 from airoi.db.tables import decisions, users
 from airoi.listing import ListQuery, ResumablePageInfo, parse_updated_since
+from airoi.rows import Row
 from airoi.store import keyset_page
-
-Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
+from airoi.vocabulary import Outcome, Stage
 
 # SEMANTICS R14.
 OUTCOME_LABELS: dict[str, str] = {

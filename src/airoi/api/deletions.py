@@ -8,7 +8,7 @@ drops a row only when its own `updated_at` is not later than `deleted_at` stays 
 the service in whatever order it applies the two.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 from litestar import get
@@ -28,20 +28,13 @@ from airoi.api.common import (
     note,
     timestamp,
 )
-from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import deletions
 from airoi.listing import ResumablePageInfo, ShapedList, changed_since, parse_updated_since
+from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
+from airoi.vocabulary import ServedList
 
-Resource = Literal[
-    "initiatives",
-    "cost_entries",
-    "value_entries",
-    "metrics",
-    "observations",
-    "decisions",
-    "integrations",
-]
+Resource = ServedList
 
 
 class Deletion(Row):

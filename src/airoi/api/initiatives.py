@@ -1,6 +1,6 @@
 """GET /initiatives and GET /initiatives/{id} (SPEC 2.2, 4.A.4, 4.A.5)."""
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from litestar import get
@@ -28,7 +28,6 @@ from airoi.api.common import (
     person,
     text_datetime,
 )
-from airoi.api.rows import Row
 from airoi.db.tables import initiatives, users
 from airoi.errors import bad_parameter, not_found
 from airoi.listing import (
@@ -38,17 +37,8 @@ from airoi.listing import (
     changed_since,
     parse_updated_since,
 )
-
-Stage = Literal[
-    "identified",
-    "reviewing",
-    "implementing",
-    "live",
-    "paused",
-    "completed",
-    "rejected",
-    "dismissed",
-]
+from airoi.rows import Row
+from airoi.vocabulary import Stage
 
 
 class Initiative(Row):

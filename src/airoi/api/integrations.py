@@ -1,6 +1,6 @@
 """GET /integrations (SPEC 2.9, 4.A.12). Credentials, settings and error prose are never read."""
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from litestar import get
@@ -25,13 +25,11 @@ from airoi.api.common import (
     person,
     text_datetime,
 )
-from airoi.api.rows import Row
 from airoi.db.tables import integrations, users
 from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
+from airoi.rows import Row
 from airoi.store import keyset_page
-
-IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
-AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
+from airoi.vocabulary import AuthType, IntegrationStatus
 
 
 class Integration(Row):

@@ -21,9 +21,9 @@ from airoi.api.common import (
     note,
     text_datetime,
 )
-from airoi.api.rows import Row
 from airoi.db.tables import metrics
 from airoi.listing import ListQuery, ResumablePageInfo, changed_since, parse_updated_since
+from airoi.rows import Row
 from airoi.store import keyset_page
 
 

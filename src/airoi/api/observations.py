@@ -29,9 +29,9 @@ from airoi.api.common import (
     note,
     source_shape,
 )
-from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import observations
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
 
 

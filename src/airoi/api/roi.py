@@ -30,8 +30,7 @@ from airoi.db.tables import cost_entries, initiatives, value_entries
 from airoi.errors import not_found
 from airoi.finance.periods import WINDOW_LABELS, window_range
 from airoi.finance.roi import RoiFigures, roi_figures
-
-Window = Literal["1yr", "3yr", "5yr", "all"]
+from airoi.vocabulary import Window
 
 
 class RoiScope(msgspec.Struct, omit_defaults=True):

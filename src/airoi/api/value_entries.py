@@ -1,7 +1,7 @@
 """GET /value_entries (SPEC 2.4, 4.A.7)."""
 
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 from litestar import get
@@ -37,12 +37,11 @@ from airoi.api.common import (
     periods,
     source_shape,
 )
-from airoi.api.rows import Row, Shape, iso_ms
 from airoi.db.tables import value_entries
 from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
-
-ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
+from airoi.vocabulary import ValueStatus
 
 
 class ValueEntry(Row):

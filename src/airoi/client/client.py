@@ -8,12 +8,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from airoi.client.errors import AiroiError
 from airoi.tokens import sendable
+from airoi.vocabulary import IntegrationStatus, Outcome, ServedList, ValueStatus, Window
 
 if TYPE_CHECKING:
     import pandas  # type: ignore[import-untyped, import-not-found, unused-ignore]
@@ -22,19 +23,9 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 DateTimeLike = datetime | date | str  # a date is its first moment, UTC
 DateLike = date | str
-Window = Literal["1yr", "3yr", "5yr", "all"]
-ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
-Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
-IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
-DeletedResource = Literal[
-    "initiatives",
-    "cost_entries",
-    "value_entries",
-    "metrics",
-    "observations",
-    "decisions",
-    "integrations",
-]
+# SPEC's enumerations, by the names the client has always given them (airoi/vocabulary.py
+# needs nothing of the server).
+DeletedResource = ServedList
 
 API_PATH = "/api/v1"
 MAX_PAGE_SIZE = 500

@@ -36,11 +36,12 @@ import logging
 from collections.abc import Iterator, MutableMapping
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from airoi.client.client import Client, Page, sendable_token
 from airoi.client.frames import rows_to_arrow
 from airoi.client.walk import Walk, WalkState
+from airoi.vocabulary import ServedList
 
 if TYPE_CHECKING:
     import pyarrow  # type: ignore[import-untyped, import-not-found, unused-ignore]
@@ -50,15 +51,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INCREMENTAL: tuple[str, ...] = (
-    "initiatives",
-    "cost_entries",
-    "value_entries",
-    "metrics",
-    "observations",
-    "decisions",
-    "integrations",
-)
+# The lists with updated_since and tombstones (SEMANTICS R34, R36).
+INCREMENTAL: tuple[str, ...] = get_args(ServedList)
 # Sample (demo) initiatives are included so that every cost or value row has its initiative;
 # the is_sample column tells them apart (as in `airoi pull`).
 WITH_SAMPLES = frozenset({"initiatives", "budgets"})

@@ -41,9 +41,10 @@ from typing import Any, Final
 
 import duckdb
 
-from airoi.client.client import Client, Row, Window
+from airoi.client.client import Client, Row
 from airoi.client.errors import AiroiError
 from airoi.client.pull import STATE_FILE, STATE_TABLE, Format
+from airoi.vocabulary import Window
 
 Value = int | float | str | None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from sqlalchemy import BigInteger, Boolean, Date, DateTime, Float, Integer, String, Table
 
@@ -35,26 +35,29 @@ from airoi.load.values import (
     str_conv,
 )
 from airoi.tokens import hash_token, secret_length, shown_prefix
-
-# SPEC sections 2 and 3.
-STAGES: Final = (
-    "identified",
-    "reviewing",
-    "implementing",
-    "live",
-    "paused",
-    "completed",
-    "rejected",
-    "dismissed",
+from airoi.vocabulary import (
+    AuthType,
+    BudgetSource,
+    BudgetVersionStatus,
+    CostCategory,
+    IntegrationStatus,
+    OpexCadence,
+    Outcome,
+    ServedList,
+    Stage,
+    ValueStatus,
 )
-VALUE_STATUSES: Final = ("draft", "calculated", "reviewed", "approved", "disputed", "archived")
-COST_CATEGORIES: Final = ("capex", "opex")
-OUTCOMES: Final = ("continue", "scale", "fix", "pause", "retire")
-INTEGRATION_STATUSES: Final = ("active", "paused", "error", "disconnected")
-AUTH_TYPES: Final = ("oauth", "api_key", "basic", "webhook", "github_app", "service_account")
-OPEX_CADENCES: Final = ("monthly", "quarterly", "annually")
-BUDGET_SOURCES: Final = ("approval", "revision", "manual")
-BUDGET_STATUSES: Final = ("approved", "pending", "rejected")
+
+# SPEC sections 2 and 3 (airoi/vocabulary.py), and the values only the bundle has.
+STAGES: Final = get_args(Stage)
+VALUE_STATUSES: Final = get_args(ValueStatus)
+COST_CATEGORIES: Final = get_args(CostCategory)
+OUTCOMES: Final = get_args(Outcome)
+INTEGRATION_STATUSES: Final = get_args(IntegrationStatus)
+AUTH_TYPES: Final = get_args(AuthType)
+OPEX_CADENCES: Final = get_args(OpexCadence)
+BUDGET_SOURCES: Final = get_args(BudgetSource)
+BUDGET_STATUSES: Final = get_args(BudgetVersionStatus)
 ROLES: Final = ("owner", "admin", "member", "viewer")
 ASSESSMENT_STATUSES: Final = ("active", "closed")
 OBSERVATION_ROLES: Final = ("baseline", "reading")
@@ -90,15 +93,7 @@ UNLINKED_ON_DELETE: Final = {
     ),
 }
 # The kinds a list serves (SEMANTICS R34): removing one of their rows leaves a tombstone.
-SERVED_LISTS: Final = (
-    "initiatives",
-    "cost_entries",
-    "value_entries",
-    "metrics",
-    "observations",
-    "decisions",
-    "integrations",
-)
+SERVED_LISTS: Final = get_args(ServedList)
 INITIATIVE_CHILDREN: Final = (
     "initiative_notes",
     "budget_versions",

@@ -3,27 +3,31 @@
 Pydantic models, because the MCP SDK derives each tool's `outputSchema` from them
 and validates every structured result against it. Field names follow the HTTP API
 where the same figure is served there (SPEC 2.7, 2.10), so an assistant and an API
-consumer read the same words. Every list is bounded; `total` says how many there
-were, so a cut list is never mistaken for the whole.
+consumer read the same words. A result that shows a served row, whole or in part, takes
+those fields (name, type, description) from the API's Struct (tools/derive.py), so they
+are written once; only the fields a tool alone has are written here. Every list is
+bounded; `total` says how many there were, so a cut list is never mistaken for the whole.
 """
 
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
-Stage = Literal[
-    "identified",
-    "reviewing",
-    "implementing",
-    "live",
-    "paused",
-    "completed",
-    "rejected",
-    "dismissed",
-]
+from airoi.api.budgets import BudgetRow, CurrentVersion
+from airoi.api.common import Person
+from airoi.api.cost_entries import CostEntry
+from airoi.api.initiatives import Initiative
+from airoi.api.integrations import Integration
+from airoi.api.roi import RoiCost as RoiCostRow
+from airoi.api.roi import RoiSummary as RoiSummaryRow
+from airoi.api.value_entries import ValueEntry
+from airoi.tools.derive import derived
+from airoi.vocabulary import Window
+
 RolledUpStatus = Literal["not_started", "active", "completed", "inactive"]
 SearchKind = Literal[
     "initiative",
@@ -37,29 +41,11 @@ SearchKind = Literal[
     "help_article",
     "assessment",
 ]
-SEARCH_KINDS: tuple[SearchKind, ...] = (
-    "initiative",
-    "page",
-    "metric",
-    "connection",
-    "platform",
-    "vendor",
-    "person",
-    "template",
-    "help_article",
-    "assessment",
-)
+SEARCH_KINDS: tuple[SearchKind, ...] = get_args(SearchKind)
 
 
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class PersonRef(Result):
-    """A person by name only (never an e-mail address)."""
-
-    id: int
-    name: str
 
 
 # get_roi_summary ----------------------------------------------------------------------------
@@ -74,39 +60,13 @@ class RoiScope(Result):
 class RoiPeriod(Result):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    window: Literal["1yr", "3yr", "5yr", "all"]
+    window: Window
     label: str
     from_: date | None = Field(alias="from", description="First day covered; null for all.")
     through: date | None = Field(description="Last day covered (today); null for all.")
 
 
-class RoiCost(Result):
-    capex_cents: int = Field(description="One-time part of the total cost.")
-    opex_cents: int = Field(description="Running part of the total cost.")
-
-
-class RoiSummary(Result):
-    """The figures of GET /roi for the same arguments, plus roi_percent (SEMANTICS R10)."""
-
-    scope: RoiScope
-    period: RoiPeriod
-    currency: str = Field(description="ISO 4217 code of every amount (the account currency).")
-    approved_value_cents: int = Field(description="Approved value entries only.")
-    total_cost_cents: int
-    net_value_cents: int = Field(description="Approved value minus total cost.")
-    roi: float | None = Field(description="Net value / total cost; null when there is no cost.")
-    roi_percent: float | None = Field(description="roi × 100 to two decimals; null with roi.")
-    cost: RoiCost
-
-
 # list_initiatives ---------------------------------------------------------------------------
-
-
-class InitiativeItem(Result):
-    id: int
-    title: str
-    stage: Stage
-    status: RolledUpStatus = Field(description="The stage rolled up (SEMANTICS R26).")
 
 
 class InitiativeListResult(Result):
@@ -118,86 +78,6 @@ class InitiativeListResult(Result):
 # get_initiative -----------------------------------------------------------------------------
 
 
-class BusinessCase(Result):
-    """The initiative's expected financials, in `currency` (cents)."""
-
-    currency: str
-    expected_capex_cents: int | None
-    expected_opex_cents: int | None
-    expected_cost_savings_cents: int | None
-    expected_revenue_uplift_cents: int | None
-    roi_time_horizon_years: int | None
-    confidence_score: float | None
-
-
-class BudgetVersionRef(Result):
-    id: int
-    effective_from: date
-    ends_on: date | None
-    capex_cents: int
-    opex_cents: int
-    opex_cadence: Literal["monthly", "quarterly", "annually"]
-    source: Literal["approval", "revision", "manual"]
-    reason: str | None
-    set_by: PersonRef | None
-
-
-class Budget(Result):
-    """The initiative's row of GET /budgets: approved budget against spend as of today."""
-
-    initiative_id: int
-    budgeted: bool
-    status: Literal["no_budget", "scheduled", "within", "over"]
-    over_parts: list[Literal["capex", "opex"]]
-    currency: str | None
-    as_of: date
-    capex_budget_cents: int
-    capex_actual_cents: int
-    capex_remaining_cents: int
-    opex_budget_to_date_cents: int
-    opex_actual_cents: int
-    budget_monthly_run_rate_cents: int
-    actual_monthly_run_rate_cents: int | None
-    budget_to_date_cents: int
-    actual_to_date_cents: int
-    variance_cents: int
-    used_ratio: float | None
-    spent_before_budget_cents: int
-    opex_budget_fiscal_year_cents: int
-    opex_budget_fiscal_ytd_cents: int
-    opex_actual_fiscal_ytd_cents: int
-    budget_started_on: date | None
-    revised: bool
-    version_count: int
-    revision_pending: bool
-    current_version: BudgetVersionRef | None
-
-
-class CostItem(Result):
-    id: int
-    amount_cents: int | None
-    currency: str | None
-    cost_category: Literal["capex", "opex"]
-    cost_type: str | None
-    vendor_name: str | None
-    description: str | None
-    entry_date: date = Field(
-        description="The date it is reported under: period start, else creation."
-    )
-
-
-class ValueItem(Result):
-    id: int
-    amount_cents: int | None
-    currency: str | None
-    status: Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
-    counts_toward_roi: bool = Field(description="True exactly when status is approved.")
-    entry_type: str | None
-    entry_date: date = Field(
-        description="The date it is reported under: period start, else creation."
-    )
-
-
 class NoteItem(Result):
     id: int
     author: str | None = Field(description="The author's name.")
@@ -205,24 +85,189 @@ class NoteItem(Result):
     created_at: str
 
 
-class InitiativeDetail(Result):
-    id: int
-    title: str
-    description: str | None
-    stage: Stage
-    status: RolledUpStatus
-    category: str | None
-    is_sample: bool
-    owner: PersonRef | None
-    url: str | None = Field(description="The initiative's page in the application.")
-    business_case: BusinessCase
-    budget: Budget
-    recent_costs: list[CostItem] = Field(description="The 10 most recent cost entries.")
-    cost_entry_count: int
-    recent_value_entries: list[ValueItem] = Field(description="The 10 most recent value entries.")
-    value_entry_count: int
-    notes: list[NoteItem] = Field(description="The 10 most recent notes, newest first.")
-    note_count: int
+# Results that show a served row, whole or in part -------------------------------------------
+
+
+def _entry_date() -> FieldInfo:
+    return FieldInfo(description="The date it is reported under: period start, else creation.")
+
+
+if TYPE_CHECKING:
+    # What the type checker sees: a result whose fields, made below from the API's Structs,
+    # it cannot know. Pydantic checks every one when the result is made.
+    class PersonRef(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class RoiCost(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class RoiSummary(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class InitiativeItem(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class BusinessCase(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class BudgetVersionRef(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class Budget(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class CostItem(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class ValueItem(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class InitiativeDetail(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class IntegrationItem(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class ConnectionRef(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+else:
+    PersonRef = derived("PersonRef", Person, base=Result)
+
+    # get_roi_summary: GET /roi's figures (SPEC 2.10) plus roi_percent.
+    RoiCost = derived("RoiCost", RoiCostRow, base=Result)
+    RoiSummary = derived(
+        "RoiSummary",
+        RoiSummaryRow,
+        ("scope", RoiScope, Field()),
+        ("period", RoiPeriod, Field()),
+        "currency",
+        "approved_value_cents",
+        "total_cost_cents",
+        "net_value_cents",
+        "roi",
+        (
+            "roi_percent",
+            float | None,
+            Field(description="roi × 100 to two decimals; null with roi."),
+        ),
+        ("cost", RoiCost, Field()),
+        base=Result,
+        doc="The figures of GET /roi for the same arguments, plus roi_percent (SEMANTICS R10).",
+    )
+
+    # list_initiatives
+    InitiativeItem = derived(
+        "InitiativeItem",
+        Initiative,
+        "id",
+        "title",
+        "stage",
+        ("status", RolledUpStatus, Field(description="The stage rolled up (SEMANTICS R26).")),
+        base=Result,
+    )
+
+    # get_initiative
+    BusinessCase = derived(
+        "BusinessCase",
+        Initiative,
+        ("currency", str, Field()),
+        "expected_capex_cents",
+        "expected_opex_cents",
+        "expected_cost_savings_cents",
+        "expected_revenue_uplift_cents",
+        "roi_time_horizon_years",
+        "confidence_score",
+        base=Result,
+        doc="The initiative's expected financials, in `currency` (cents).",
+    )
+    BudgetVersionRef = derived(
+        "BudgetVersionRef", CurrentVersion, base=Result, refs={Person: PersonRef}
+    )
+    Budget = derived(
+        "Budget",
+        BudgetRow,
+        base=Result,
+        refs={CurrentVersion: BudgetVersionRef, Person: PersonRef},
+        doc="The initiative's row of GET /budgets: approved budget against spend as of today.",
+    )
+    CostItem = derived(
+        "CostItem",
+        CostEntry,
+        "id",
+        "amount_cents",
+        "currency",
+        "cost_category",
+        "cost_type",
+        "vendor_name",
+        "description",
+        ("entry_date", date, _entry_date()),
+        base=Result,
+    )
+    ValueItem = derived(
+        "ValueItem",
+        ValueEntry,
+        "id",
+        "amount_cents",
+        "currency",
+        "status",
+        "counts_toward_roi",
+        "entry_type",
+        ("entry_date", date, _entry_date()),
+        base=Result,
+    )
+    InitiativeDetail = derived(
+        "InitiativeDetail",
+        Initiative,
+        "id",
+        "title",
+        "description",
+        "stage",
+        ("status", RolledUpStatus, Field()),
+        "category",
+        "is_sample",
+        "owner",
+        ("url", str | None, Field(description="The initiative's page in the application.")),
+        ("business_case", BusinessCase, Field()),
+        ("budget", Budget, Field()),
+        (
+            "recent_costs",
+            list[CostItem],
+            Field(description="The 10 most recent cost entries."),
+        ),
+        ("cost_entry_count", int, Field()),
+        (
+            "recent_value_entries",
+            list[ValueItem],
+            Field(description="The 10 most recent value entries."),
+        ),
+        ("value_entry_count", int, Field()),
+        ("notes", list[NoteItem], Field(description="The 10 most recent notes, newest first.")),
+        ("note_count", int, Field()),
+        base=Result,
+        refs={Person: PersonRef},
+    )
+
+    # list_integrations, get_platform_setup_guide
+    IntegrationItem = derived(
+        "IntegrationItem",
+        Integration,
+        "id",
+        "platform",
+        "name",
+        "status",
+        "last_sync_status",
+        "last_synced_at",
+        (
+            "reauth_required",
+            bool,
+            Field(description="The platform refused the grant; reconnect."),
+        ),
+        base=Result,
+    )
+    ConnectionRef = derived(
+        "ConnectionRef", Integration, "id", "name", "status", "last_synced_at", base=Result
+    )
 
 
 # search -------------------------------------------------------------------------------------
@@ -248,16 +293,6 @@ class SearchResult(Result):
 # list_integrations --------------------------------------------------------------------------
 
 
-class IntegrationItem(Result):
-    id: int
-    platform: str
-    name: str | None
-    status: Literal["active", "paused", "error", "disconnected"]
-    last_sync_status: str | None
-    last_synced_at: str | None
-    reauth_required: bool = Field(description="The platform refused the grant; reconnect.")
-
-
 class IntegrationListResult(Result):
     integrations: list[IntegrationItem]
     total: int
@@ -277,13 +312,6 @@ class HelpArticle(Result):
 
 
 # get_platform_setup_guide -------------------------------------------------------------------
-
-
-class ConnectionRef(Result):
-    id: int
-    name: str | None
-    status: Literal["active", "paused", "error", "disconnected"]
-    last_synced_at: str | None
 
 
 class PlatformSetupGuide(Result):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from litestar import Litestar, asgi
@@ -55,6 +55,7 @@ from airoi.tools.models import (
     SearchResult,
 )
 from airoi.tools.protocol_errors import FixedTransportErrors, UnavailableAs503
+from airoi.vocabulary import Window
 
 MCP_PATH = "/mcp"
 # SEMANTICS R30: the methods /mcp answers. Stateless, the SDK gives no session to end
@@ -191,7 +192,7 @@ class AccountTools:
             ),
         ] = None,
         window: Annotated[
-            Literal["1yr", "3yr", "5yr", "all"],
+            Window,
             Field(
                 description=(
                     "all (default) counts every entry; 1yr, 3yr and 5yr count only entries "
