@@ -115,11 +115,15 @@ def serving(url: str, **env: str) -> Iterator[httpx.Client]:
     base = f"http://127.0.0.1:{port}/api/v1/"
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
-            for _ in range(200):
+            # Up to a minute to start: on a busy machine the imports alone can take 10 s.
+            deadline = time.monotonic() + 60
+            while True:
                 try:
                     client.get("openapi.json")
                     break
                 except httpx.TransportError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise
                     time.sleep(0.05)
             yield client
     finally:
