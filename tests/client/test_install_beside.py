@@ -39,11 +39,11 @@ INSTALL_SECONDS = 900
 RUN_SECONDS = 120
 
 
-def client_requirements() -> list[Requirement]:
-    """The base install's dependencies and those of the client's extras, as pyproject gives them."""
+def requirements_of(extras: tuple[str, ...]) -> list[Requirement]:
+    """The base install's dependencies and those of `extras`, as pyproject.toml gives them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     texts = list(project["dependencies"])
-    for extra in (*CLIENT_EXTRAS, "dlt"):
+    for extra in extras:
         texts += project["optional-dependencies"][extra]
     return [Requirement(text) for text in texts]
 
@@ -55,16 +55,11 @@ def lowest(requirement: Requirement) -> str:
 
 def oldest_pins() -> list[str]:
     """`name==lowest` for each dependency of the base install and the frames and pull extras."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    texts = list(project["dependencies"])
-    for extra in CLIENT_EXTRAS:
-        texts += project["optional-dependencies"][extra]
-    requirements = [Requirement(text) for text in texts]
-    return sorted({f"{r.name}=={lowest(r)}" for r in requirements})
+    return sorted({f"{r.name}=={lowest(r)}" for r in requirements_of(CLIENT_EXTRAS)})
 
 
 def test_client_dependencies_are_ranges_below_a_major() -> None:
-    requirements = client_requirements()
+    requirements = requirements_of((*CLIENT_EXTRAS, "dlt"))
     assert {r.name for r in requirements} >= {"httpx", "typer", "rich", "pandas", "pyarrow"}
     for requirement in requirements:
         operators = sorted(spec.operator for spec in requirement.specifier)
