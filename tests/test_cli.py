@@ -387,6 +387,37 @@ def test_help_lists_the_commands(tmp_path: Path, command: list[str]) -> None:
             assert name in out
 
 
+def test_version_is_the_installed_distributions(tmp_path: Path) -> None:
+    from airoi import __version__
+
+    shown = airoi(tmp_path, "--version")
+    # The package's own number and the installed distribution's agree (pyproject.toml reads
+    # the version from the package).
+    assert shown.stdout == f"airoi {__version__}\n"
+    assert re.fullmatch(r"airoi \d+\.\d+\.\d+\S*\n", shown.stdout)
+    assert shown.stderr == ""
+    assert not (tmp_path / "cli.db").exists()  # eager: no command ran
+
+
+def test_shell_completion_prints_a_script(tmp_path: Path) -> None:
+    script = airoi(tmp_path, "--show-completion", "bash").stdout
+    assert "complete " in script
+    assert "_AIROI_COMPLETE=complete_bash" in script
+    # The completion it installs answers with the commands.
+    env = {"_AIROI_COMPLETE": "complete_bash", "COMP_WORDS": "airoi to", "COMP_CWORD": "1"}
+    answered = subprocess.run(
+        [sys.executable, "-m", "airoi"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert answered.stdout.split() == ["token"], answered.stderr
+    help_text = airoi(tmp_path, "--help").stdout
+    for option in ("--version", "--install-completion", "--show-completion"):
+        assert option in help_text
+
+
 def test_serve_refuses_a_store_of_an_older_schema_and_names_the_fix(tmp_path: Path) -> None:
     # Schema revision 0002 changed how SQLite keeps datetimes; an older store is not served.
     from airoi.db.engine import make_engine

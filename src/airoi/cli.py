@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -38,13 +39,39 @@ from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, MAX_LOAD_WAIT_SECONDS, Set
 app = typer.Typer(
     help="airoi: a read-only AI-ROI reporting service. Settings come from AIROI_* variables.",
     no_args_is_help=True,
-    add_completion=False,
     rich_markup_mode=None,  # help paragraphs are rewrapped to the terminal, not broken twice
 )
 token_app = typer.Typer(
     help="Issue and revoke personal access tokens.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(token_app, name="token")
+
+
+def _print_version(asked: bool) -> None:
+    if not asked:
+        return
+    try:
+        version = importlib.metadata.version("airoi")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree never installed
+        version = "unknown (not installed)"
+    _say(f"airoi {version}")
+    raise typer.Exit
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print airoi's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    pass
+
 
 out = Console()
 err = Console(stderr=True)
@@ -782,7 +809,7 @@ def _database_error() -> type[Exception] | None:
 
 def main() -> None:
     try:
-        app()
+        app(prog_name="airoi")  # `python -m airoi` too: its help and completion name `airoi`
     except Exception as exc:
         database_error = _database_error()
         if database_error is None or not isinstance(exc, database_error):

@@ -18,6 +18,8 @@ from typing import Any
 
 import duckdb
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.client.conftest import Account, raw_walk
 
@@ -219,6 +221,18 @@ def test_the_base_install_holds_no_server_package() -> None:
     assert not base & server
     # The development install is everything: the server, the stores, dlt and the tools.
     assert "airoi[server,dataframe,pull,dlt]" in extras["dev"]
-    # Every requirement is pinned to one version.
-    for requirement in [*project["dependencies"], *(r for rs in extras.values() for r in rs)]:
-        assert requirement.startswith("airoi[") or re.search(r"==\d", requirement), requirement
+    # Every requirement is a range (it installs beside other tools), and constraints.txt,
+    # what scripts/test and CI install with, pins each to one release inside its range.
+    pinned: dict[str, str] = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pinned[canonicalize_name(name)] = version
+    for text in [*project["dependencies"], *(r for rs in extras.values() for r in rs)]:
+        if text.startswith("airoi["):
+            continue
+        requirement = Requirement(text)
+        assert sorted(spec.operator for spec in requirement.specifier) == ["<", ">="], text
+        tested = pinned.get(canonicalize_name(requirement.name))
+        assert tested, f"{text} is not in constraints.txt: remake it (docs/packaging.md)"
+        assert requirement.specifier.contains(tested), text
