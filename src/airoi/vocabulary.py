@@ -37,3 +37,5 @@ ServedList = Literal[
 ]
 # The trailing windows of GET /roi and get_roi_summary (SPEC 4.A.3, 4.B).
 Window = Literal["1yr", "3yr", "5yr", "all"]
+# SEMANTICS R37: what GET /roi/breakdown splits by.
+BreakdownBy = Literal["initiative", "month", "quarter", "cost_type", "vendor"]

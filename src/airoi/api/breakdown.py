@@ -7,7 +7,7 @@ them into rows and finishes each by R9, so the rows add up to /roi exactly.
 
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final
 
 import msgspec
 from litestar import get
@@ -27,7 +27,7 @@ from airoi.api.common import (
     Today,
     note,
 )
-from airoi.api.roi import RoiPeriod, RoiScope, RoiSums, Window, roi_period, roi_scope, roi_sums
+from airoi.api.roi import RoiPeriod, RoiScope, RoiSums, roi_period, roi_scope, roi_sums
 from airoi.auth import Principal
 from airoi.db.tables import initiatives, vendors
 from airoi.errors import bad_parameter
@@ -42,8 +42,9 @@ from airoi.finance.breakdown import (
 )
 from airoi.finance.periods import month_of, months_between
 from airoi.listing import DEFAULT_LIMIT, NOT_ISSUED, CursorCodec, PageInfo
+from airoi.vocabulary import BreakdownBy as By
+from airoi.vocabulary import Window
 
-By = Literal["initiative", "month", "quarter", "cost_type", "vendor"]
 NO_VENDOR: Final = "No vendor"
 NO_COST_TYPE: Final = "No cost type"
 # A cost type is at most 100 characters (of up to 4 bytes each), and the cursor carries one.
