@@ -21,11 +21,17 @@ Budgets have no `updated_since` (SPEC 4.A.10): they are re-read whole into a sta
 that replaces the previous one when the walk ends (so an initiative's tombstone needs no
 work there).
 
-For Parquet and CSV the rows are kept in an in-memory DuckDB table per resource and written
-to `<dir>/<resource>.<format>` (atomically) every `flush_rows` rows and at the end of a
-walk, each file only when its table changed; `<dir>/_airoi_state.json` is written after
-the data files, so a crash between the two re-reads rows that the upsert absorbs and
-re-applies tombstones that find nothing more to remove.
+For Parquet and CSV each list is one file, `<dir>/<resource>.<format>`, one row per key, so
+that a reader needs no rule to read it. The batches go to `<dir>/_airoi_pending.duckdb` (rows
+per list, tombstones, their positions), and at the end of each walk one pass writes the list's
+file (atomically): the old file's rows whose key was not read again, then the rows read; the
+tombstones at the end of /deletions remove their rows from the files. `_airoi_state.json` is
+written after the files and the staging dropped after it, so a crash anywhere merges the
+staged rows again, which replace their own copies. A run never reads a file it does not
+change, and the staging file is removed when the run ends with nothing staged.
+
+Nothing is created before the first write: a pull refused at its first request leaves no
+file and no directory. `--full-refresh` drops a list's copy with its walk's first batch.
 """
 
 # ruff: noqa: S608 - SQL names here are fixed resource and column names, always quoted.
