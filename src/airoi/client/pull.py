@@ -154,6 +154,7 @@ class Store:
         # page does not ask the catalogue again; forgotten whenever a transaction rolls back.
         self._known: dict[str, set[str] | None] = {}
         self._csv_types: dict[str, list[list[str]]] = {}
+        self._headers: dict[str, list[str]] = {}
         # Files only: the positions `_airoi_state.json` holds (those the files are at).
         self._saved: dict[str, WalkState] = {}
         # Walks to start over: each drops its stored copy and position at its first batch,
@@ -250,7 +251,12 @@ class Store:
             f"read_csv({_literal(str(path))}, header = true, all_varchar = true,"
             " allow_quoted_nulls = false)"
         )
-        header = [row[0] for row in self.conn.execute(f"DESCRIBE SELECT * FROM {text}").fetchall()]
+        # The header is read once per version of the file (DuckDB samples the file for it);
+        # writing the file forgets it.
+        header = self._headers.get(name)
+        if header is None:
+            described = self.conn.execute(f"DESCRIBE SELECT * FROM {text}").fetchall()
+            header = self._headers[name] = [row[0] for row in described]
         known = dict(types)
         selected = ", ".join(
             f"CAST({_quote(column)} AS {known.get(column, 'VARCHAR')}) AS {_quote(column)}"
@@ -268,6 +274,7 @@ class Store:
             f"COPY ({query}) TO {_literal(str(temporary))} ({options})"
         ).fetchone()
         os.replace(temporary, path)
+        self._headers.pop(name, None)
         if self.fmt == "csv":
             self._csv_types[name] = [[row[0], row[1]] for row in described]
             _replace_json(self.target / COLUMNS_FILE, self._csv_types)
