@@ -1,7 +1,8 @@
 """`airoi pull` rows/s: the demo account and a generated large one, into DuckDB and Parquet.
 
     python -m bench.pull [--cost-entries 200000] [--value-entries 40000] [--initiatives 2000]
-                         [--repeats 3] [--work DIR]
+                         [--repeats 3] [--work DIR] [--formats duckdb,parquet,csv]
+                         [--changed 2000] [--deleted 200] [--json FILE]
     python -m bench.pull --idle [--cost-entries 160000] [--value-entries 38000] ...
 
 The demo account (`airoi demo`) and a generated account (`bench/make_bundle.py`, with
@@ -10,7 +11,10 @@ budgets, loaded with `airoi init` + `airoi load`) go into scratch SQLite files, 
 and store, `--repeats` times into a fresh target: `airoi pull` run as a user runs it (a child
 process), then again with nothing changed. Prints per case the rows, the median seconds and
 rows/s of the full pull (as the command reports them, interpreter start-up apart, and the
-child's wall time), and the second run's rows and seconds.
+child's wall time), and the second run's rows and seconds. For the large account, each repeat
+then loads a change (`--changed` cost entries given new amounts, `--deleted` deleted, by
+`airoi load` while the server runs) and pulls once more: the incremental run's rows, seconds
+and the removals it applied.
 
 `--idle` measures what a run with nothing changed reads again after one bulk load: the
 generated account is written without any `updated_at`, so the load stamps every row with
@@ -38,13 +42,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import load, serving
+from bench.common import airoi, load, serving
 from bench.make_bundle import BENCH_TOKEN, write_bundle
 
 FORMATS = ("duckdb", "parquet")
+STORES = ("duckdb", "parquet", "csv")
 
 RATE_LIMIT = "100000000/minute"
 PULLED = re.compile(r"Pulled (\d+) rows into .+? in ([\d.]+) s")
+REMOVED = re.compile(r"Removed (\d+) rows deleted on the server")
 
 
 def pull(base_url: str, token: str, target: Path, fmt: str) -> dict[str, float]:
@@ -59,26 +65,70 @@ def pull(base_url: str, token: str, target: Path, fmt: str) -> dict[str, float]:
         check=True,
     )
     wall = time.perf_counter() - started
-    found = PULLED.search(" ".join(done.stdout.split()))
+    text = " ".join(done.stdout.split())
+    found = PULLED.search(text)
     assert found, done.stdout + done.stderr
-    return {"rows": int(found.group(1)), "seconds": float(found.group(2)), "wall_s": wall}
+    removed = REMOVED.search(text)
+    return {
+        "rows": int(found.group(1)),
+        "seconds": float(found.group(2)),
+        "wall_s": wall,
+        "removed": int(removed.group(1)) if removed else 0,
+    }
 
 
-def measure(base_url: str, token: str, work: Path, fmt: str, repeats: int) -> dict[str, Any]:
+class Changes:
+    """Small loads between runs: `changed` cost entries given new amounts and `deleted`
+    removed, each load on ids no earlier load deleted (account 1's are 1..cost_entries)."""
+
+    def __init__(self, url: str, work: Path, changed: int, deleted: int) -> None:
+        self.url, self.work = url, work
+        self.changed, self.deleted = changed, deleted
+        self.next_id = 1
+        self.loads = 0
+
+    def load(self) -> None:
+        self.loads += 1
+        doomed = list(range(self.next_id, self.next_id + self.deleted))
+        first = self.next_id + self.deleted
+        kept = range(first, first + self.changed)
+        self.next_id = first + self.changed
+        bundle = {
+            "cost_entries": [{"id": i, "amount_cents": 1_000 + self.loads} for i in kept],
+            "delete": {"cost_entries": doomed},
+        }
+        path = self.work / f"change-{self.loads}.json"
+        path.write_text(json.dumps(bundle))
+        airoi("load", str(path), url=self.url)
+
+
+def measure(
+    base_url: str,
+    token: str,
+    work: Path,
+    fmt: str,
+    repeats: int,
+    changes: Changes | None = None,
+) -> dict[str, Any]:
     full: list[dict[str, float]] = []
     again: list[dict[str, float]] = []
+    changed: list[dict[str, float]] = []
     for i in range(repeats):
         target = work / (f"pull-{i}.duckdb" if fmt == "duckdb" else f"pull-{i}")
         full.append(pull(base_url, token, target, fmt))
         again.append(pull(base_url, token, target, fmt))
+        if changes is not None:
+            changes.load()
+            changed.append(pull(base_url, token, target, fmt))
         if target.is_dir():
             shutil.rmtree(target)
         else:
             target.unlink()
     rows = full[0]["rows"]
-    assert all(run["rows"] == rows for run in full), full
+    # Each change load deletes rows: later full pulls hold fewer.
+    assert changes is not None or all(run["rows"] == rows for run in full), full
     seconds = statistics.median(run["seconds"] for run in full)
-    return {
+    figures: dict[str, Any] = {
         "rows": rows,
         "full_s": seconds,
         "full_rows_per_s": rows / seconds,
@@ -87,14 +137,29 @@ def measure(base_url: str, token: str, work: Path, fmt: str, repeats: int) -> di
         "again_rows": statistics.median(run["rows"] for run in again),
         "again_s": statistics.median(run["seconds"] for run in again),
     }
+    if changed:
+        figures |= {
+            "changed_rows": statistics.median(run["rows"] for run in changed),
+            "changed_removed": statistics.median(run["removed"] for run in changed),
+            "changed_s": statistics.median(run["seconds"] for run in changed),
+            "all_changed_s": [run["seconds"] for run in changed],
+        }
+    return figures
 
 
 def report(account: str, fmt: str, figures: dict[str, Any]) -> None:
+    changed = ""
+    if "changed_s" in figures:
+        changed = (
+            f"  changed: {figures['changed_rows']:,.0f} rows and {figures['changed_removed']:,.0f}"
+            f" removed in {figures['changed_s']:.2f} s"
+            f" (runs {', '.join(f'{s:.2f}' for s in figures['all_changed_s'])})"
+        )
     print(
         f"{account:<6} {fmt:<8} rows {figures['rows']:>8,}  full {figures['full_s']:7.2f} s"
         f" ({figures['full_rows_per_s']:>8,.0f} rows/s; wall {figures['full_wall_s']:.2f} s;"
         f" runs {', '.join(f'{s:.2f}' for s in figures['all_full_s'])})"
-        f"  again: {figures['again_rows']:,.0f} rows in {figures['again_s']:.2f} s",
+        f"  again: {figures['again_rows']:,.0f} rows in {figures['again_s']:.2f} s{changed}",
         flush=True,
     )
 
@@ -187,6 +252,13 @@ def main() -> None:
     parser.add_argument(
         "--idle", action="store_true", help="rows an idle run reads again after a bulk load"
     )
+    parser.add_argument(
+        "--formats", default=",".join(STORES), help="stores of the large account (comma-separated)"
+    )
+    parser.add_argument("--changed", type=int, default=2_000, help="cost entries changed per load")
+    parser.add_argument("--deleted", type=int, default=200, help="cost entries deleted per load")
+    parser.add_argument("--json", type=Path, help="write every figure here as JSON")
+    parser.add_argument("--no-demo", action="store_true", help="the large account only")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="airoi-bench-pull-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -196,22 +268,24 @@ def main() -> None:
         print(f"load average after: {os.getloadavg()}", flush=True)
         return
 
-    demo_url = f"sqlite:///{work / 'demo.db'}"
-    demo = subprocess.run(
-        [sys.executable, "-m", "airoi", "demo"],
-        env={**os.environ, "AIROI_DATABASE_URL": demo_url},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    token = re.search(r"Token:\s+(\S+)", demo.stdout)
-    assert token, demo.stdout
-    with serving(demo_url, AIROI_RATE_LIMIT=RATE_LIMIT) as client:
-        report(
-            "demo",
-            "duckdb",
-            measure(str(client.base_url), token.group(1), work, "duckdb", args.repeats),
+    formats = [name for name in args.formats.split(",") if name]
+    assert set(formats) <= set(STORES), f"--formats takes {', '.join(STORES)}"
+    results: dict[str, Any] = {}
+    if not args.no_demo:
+        demo_url = f"sqlite:///{work / 'demo.db'}"
+        demo = subprocess.run(
+            [sys.executable, "-m", "airoi", "demo"],
+            env={**os.environ, "AIROI_DATABASE_URL": demo_url},
+            capture_output=True,
+            text=True,
+            check=True,
         )
+        token = re.search(r"Token:\s+(\S+)", demo.stdout)
+        assert token, demo.stdout
+        with serving(demo_url, AIROI_RATE_LIMIT=RATE_LIMIT) as client:
+            figures = measure(str(client.base_url), token.group(1), work, "duckdb", args.repeats)
+            results["demo duckdb"] = figures
+            report("demo", "duckdb", figures)
 
     bundle = work / "bundle.json"
     write_bundle(
@@ -225,12 +299,17 @@ def main() -> None:
     (work / "large.db").unlink(missing_ok=True)
     loaded = load(large_url, bundle, args.cost_entries + args.value_entries + args.initiatives)
     print(f"large account loaded in {loaded['load_s']:.1f} s", flush=True)
+    changes = Changes(large_url, work, args.changed, args.deleted)
     with serving(large_url, AIROI_RATE_LIMIT=RATE_LIMIT) as client:
-        for fmt in ("duckdb", "parquet"):
-            report(
-                "large", fmt, measure(str(client.base_url), BENCH_TOKEN, work, fmt, args.repeats)
+        for fmt in formats:
+            figures = measure(
+                str(client.base_url), BENCH_TOKEN, work, fmt, args.repeats, changes=changes
             )
+            results[f"large {fmt}"] = figures
+            report("large", fmt, figures)
     print(f"load average after: {os.getloadavg()}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

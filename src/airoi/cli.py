@@ -571,19 +571,45 @@ def pull(
     base_url: BaseUrl,
     token: BearerToken,
     to: Annotated[
-        Path, typer.Option("--to", help="A .duckdb file, or a directory for parquet or csv.")
+        Path,
+        typer.Option(
+            "--to",
+            help="A .duckdb file, or a directory (a name without extension) for parquet or csv.",
+        ),
     ],
     format_: Annotated[
         str | None,
         typer.Option(
-            "--format", help="duckdb, parquet or csv (default: duckdb for a .duckdb file)."
+            "--format",
+            help="duckdb, parquet or csv (default: duckdb for a .duckdb or .db file, else "
+            "parquet, or csv for a directory that holds csv files).",
         ),
     ] = None,
+    resources: Annotated[
+        str | None,
+        typer.Option(
+            "--resources",
+            help="Only these lists, comma-separated (for example cost_entries,budgets).",
+        ),
+    ] = None,
+    full_refresh: Annotated[
+        bool,
+        typer.Option(
+            "--full-refresh",
+            help="Start over: each list pulled drops its stored rows and position and is read "
+            "whole again.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress or summary; errors are still printed."),
+    ] = False,
 ) -> None:
     """Pull every list resource of the account into DuckDB, Parquet or CSV, incrementally.
 
     Each run asks only for rows changed since the last one, upserts them by id and removes
-    the rows deleted since; an interrupted run resumes where it stopped. Needs the pull
+    the rows deleted since; an interrupted run resumes where it stopped. A pull refused
+    before its first write (a bad target, token or address) creates nothing. Needs the pull
     extra (duckdb and pyarrow).
     """
     import time
@@ -594,11 +620,12 @@ def pull(
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
     from airoi.client import AiroiError, Client
-    from airoi.client.pull import DELETIONS, format_for, walks
+    from airoi.client.pull import DELETIONS, choose_resources, format_for, walks
     from airoi.client.pull import pull as run_pull
 
     try:
         fmt = format_for(to, format_)
+        chosen = choose_resources(resources)
     except ValueError as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
@@ -612,12 +639,12 @@ def pull(
 
     started = time.perf_counter()
     try:
-        client = Client(base_url, token, on_wait=_say_wait)
+        client = Client(base_url, token, on_wait=None if quiet else _say_wait)
     except AiroiError as exc:
         err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    with client, Progress(*columns, console=err) as progress:
-        tasks = {name: progress.add_task(name, total=None, state="") for name in walks()}
+    with client, Progress(*columns, console=err, disable=quiet) as progress:
+        tasks = {name: progress.add_task(name, total=None, state="") for name in walks(chosen)}
 
         def advance(name: str, rows: int, done: bool) -> None:
             progress.update(tasks[name], advance=rows)
@@ -627,7 +654,13 @@ def pull(
 
         try:
             reports = run_pull(
-                client, to, fmt, progress=advance, notice=lambda line: _say(line, console=err)
+                client,
+                to,
+                fmt,
+                resources=chosen,
+                full_refresh=full_refresh,
+                progress=advance,
+                notice=lambda line: _say(line, console=err),
             )
         except KeyboardInterrupt:
             err.print(
@@ -650,6 +683,8 @@ def pull(
                 soft_wrap=True,
             )
             raise typer.Exit(1) from None
+    if quiet:
+        return
     seconds = time.perf_counter() - started
     table = Table("resource", "rows", "pages", "from")
     for report in reports:

@@ -21,11 +21,17 @@ Budgets have no `updated_since` (SPEC 4.A.10): they are re-read whole into a sta
 that replaces the previous one when the walk ends (so an initiative's tombstone needs no
 work there).
 
-For Parquet and CSV the rows are kept in an in-memory DuckDB table per resource and written
-to `<dir>/<resource>.<format>` (atomically) every `flush_rows` rows and at the end of a
-walk, each file only when its table changed; `<dir>/_airoi_state.json` is written after
-the data files, so a crash between the two re-reads rows that the upsert absorbs and
-re-applies tombstones that find nothing more to remove.
+For Parquet and CSV each list is one file, `<dir>/<resource>.<format>`, one row per key, so
+that a reader needs no rule to read it. The batches go to `<dir>/_airoi_pending.duckdb` (rows
+per list, tombstones, their positions), and at the end of each walk one pass writes the list's
+file (atomically): the old file's rows whose key was not read again, then the rows read; the
+tombstones at the end of /deletions remove their rows from the files. `_airoi_state.json` is
+written after the files and the staging dropped after it, so a crash anywhere merges the
+staged rows again, which replace their own copies. A run never reads a file it does not
+change, and the staging file is removed when the run ends with nothing staged.
+
+Nothing is created before the first write: a pull refused at its first request leaves no
+file and no directory. `--full-refresh` drops a list's copy with its walk's first batch.
 """
 
 # ruff: noqa: S608 - SQL names here are fixed resource and column names, always quoted.
@@ -53,6 +59,11 @@ Format = Literal["duckdb", "parquet", "csv"]
 DELETIONS = "deletions"  # the walk of /deletions, remembered under this name
 STATE_TABLE = "_airoi_state"
 STATE_FILE = "_airoi_state.json"
+# Parquet and CSV: rows, tombstones and positions read but not yet written to the files, in
+# DuckDB beside them; removed once the files hold everything.
+PENDING_FILE = "_airoi_pending.duckdb"
+TOMBSTONES = "_airoi_tombstones"
+REPLACED = "_airoi_replaced"
 # CSV only: each file's column types, so that the next run reads the text back as it was
 # written rather than as DuckDB's type detection would guess it ("7.10" is not 7.1).
 COLUMNS_FILE = "_airoi_columns.json"
@@ -118,132 +129,267 @@ def _saved_state(updated_since: str | None, cursor: str | None, walk_max: str | 
 
 
 class Store:
-    """Tables and walk state in DuckDB: a file (`duckdb`) or in memory mirrored to files."""
+    """Tables and walk state in DuckDB: a file (`duckdb`), or Parquet or CSV files, one a
+    list, with what is not in them yet in `_airoi_pending.duckdb` beside them.
 
-    def __init__(self, target: Path, fmt: Format, *, flush_rows: int = 50_000) -> None:
+    Nothing is created before the first write: a pull refused at its first request (a bad
+    token, no server) leaves no file and no directory behind.
+    """
+
+    def __init__(
+        self,
+        target: Path,
+        fmt: Format,
+        *,
+        flush_rows: int | None = None,
+        full_refresh: Iterable[str] = (),
+    ) -> None:
         self.fmt = fmt
         self.target = target
         self.flush_rows = flush_rows
-        # Rows (or tombstones) each walk has written since its files were last written.
+        self._conn: duckdb.DuckDBPyConnection | None = None
+        # Rows (or tombstones) each walk has staged since its files were last written.
         self._unflushed: dict[str, int] = {}
-        # Files only: tables changed since their file was written, and whether the state was.
-        self._dirty: set[str] = set()
-        self._state_dirty = False
         # The columns of each table the store has looked at (None: no such table), so that a
         # page does not ask the catalogue again; forgotten whenever a transaction rolls back.
         self._known: dict[str, set[str] | None] = {}
         self._csv_types: dict[str, list[list[str]]] = {}
+        self._headers: dict[str, list[str]] = {}
+        # Files only: the positions `_airoi_state.json` holds (those the files are at).
+        self._saved: dict[str, WalkState] = {}
+        # Walks to start over: each drops its stored copy and position at its first batch,
+        # so a run refused or cut off before that leaves them as they were.
+        self._refresh = set(full_refresh)
         if fmt == "duckdb":
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = duckdb.connect(str(target))
+            if target.exists():
+                self._open()
+        elif target.is_dir():
+            self._load_saved()
+            if (target / PENDING_FILE).exists():
+                self._open()  # a run cut off left rows or tombstones to write
+
+    @property
+    def conn(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection, opened (and the target created) on first use."""
+        return self._conn if self._conn is not None else self._open()
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        if self.fmt == "duckdb":
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            conn = duckdb.connect(str(self.target))
         else:
-            target.mkdir(parents=True, exist_ok=True)
-            self.conn = duckdb.connect(":memory:")
+            self.target.mkdir(parents=True, exist_ok=True)
+            conn = duckdb.connect(str(self.target / PENDING_FILE))
         # Datetimes are written (CSV) and shown in UTC, whatever the machine's zone.
-        self.conn.execute("SET TimeZone = 'UTC'")
+        conn.execute("SET TimeZone = 'UTC'")
         # walk_since and walk_max are read from stores earlier versions wrote, never written.
-        self.conn.execute(
+        conn.execute(
             f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} ("
             " resource VARCHAR PRIMARY KEY, updated_since VARCHAR, walk_since VARCHAR,"
             " cursor VARCHAR, walk_max VARCHAR, pulled_at TIMESTAMPTZ)"
         )
-        if fmt != "duckdb":
-            self._load_files()
-            self._state_dirty = False  # as read from the files
+        if self.fmt != "duckdb":
+            # Tombstones read and not yet applied to the files, and the lists started over
+            # whose file is to be replaced rather than merged into.
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {TOMBSTONES} ("
+                " resource VARCHAR, id BIGINT, deleted_at TIMESTAMPTZ)"
+            )
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {REPLACED} (resource VARCHAR PRIMARY KEY)")
+        self._conn = conn
+        return conn
 
     def close(self) -> None:
-        self.conn.close()
+        if self._conn is None:
+            return
+        pending = self.fmt != "duckdb" and self._count(STATE_TABLE) > 0
+        self._conn.close()
+        self._conn = None
+        if self.fmt != "duckdb" and not pending:
+            # Everything is in the files: the directory holds them and their state alone.
+            for name in (PENDING_FILE, PENDING_FILE + ".wal"):
+                (self.target / name).unlink(missing_ok=True)
+
+    def finish(self) -> None:
+        """At the end of a run: the store exists even when the account had nothing to copy."""
+        if self.fmt == "duckdb":
+            if self._conn is None:
+                self._open()  # creates the file
+        elif not (self.target / STATE_FILE).exists():
+            self.target.mkdir(parents=True, exist_ok=True)
+            self._write_state_file()
 
     # -- files ---------------------------------------------------------------------
 
     def _file(self, name: str) -> Path:
         return self.target / f"{name}.{self.fmt}"
 
-    def _load_files(self) -> None:
+    def _load_saved(self) -> None:
         state_path = self.target / STATE_FILE
         if state_path.exists():
             for name, saved in json.loads(state_path.read_text()).items():
-                state = _saved_state(
+                self._saved[name] = _saved_state(
                     saved.get("updated_since"), saved.get("cursor"), saved.get("walk_max")
                 )
-                self._save_state(name, state)
         columns_path = self.target / COLUMNS_FILE
         if self.fmt == "csv" and columns_path.exists():
             self._csv_types = json.loads(columns_path.read_text())
-        for resource in RESOURCES:
-            path = self._file(resource.name)
-            if not path.exists():
-                continue
-            types = self._csv_types.get(resource.name)
-            if self.fmt == "csv" and types is not None:
-                self._load_typed_csv(resource.name, path, dict(types))
-                continue
-            reader = "read_parquet" if self.fmt == "parquet" else "read_csv"
-            self.conn.execute(
-                f"CREATE TABLE {_quote(resource.name)} AS SELECT * FROM {reader}(?)",
-                [str(path)],
-            )
 
-    def _load_typed_csv(self, name: str, path: Path, types: dict[str, str]) -> None:
-        """Every value read as the text written ('' stays '', not null), then cast to the
-        type its column had; a column the record does not know stays text."""
-        source = "read_csv(?, header = true, all_varchar = true, allow_quoted_nulls = false)"
-        header = [
-            row[0]
-            for row in self.conn.execute(f"DESCRIBE SELECT * FROM {source}", [str(path)]).fetchall()
-        ]
+    def _source(self, name: str) -> str | None:
+        """The SQL that reads a list's file with its columns' types, or None: no file."""
+        path = self._file(name)
+        if not path.exists():
+            return None
+        if self.fmt == "parquet":
+            return f"read_parquet({_literal(str(path))})"
+        types = self._csv_types.get(name)
+        if types is None:  # a store of a version that kept no types: as DuckDB detects them
+            return f"read_csv({_literal(str(path))}, header = true)"
+        # Every value read as the text written ('' stays '', not null), then cast to the type
+        # its column had; a column the record does not know stays text.
+        text = (
+            f"read_csv({_literal(str(path))}, header = true, all_varchar = true,"
+            " allow_quoted_nulls = false)"
+        )
+        # The header is read once per version of the file (DuckDB samples the file for it);
+        # writing the file forgets it.
+        header = self._headers.get(name)
+        if header is None:
+            described = self.conn.execute(f"DESCRIBE SELECT * FROM {text}").fetchall()
+            header = self._headers[name] = [row[0] for row in described]
+        known = dict(types)
         selected = ", ".join(
-            f"CAST({_quote(column)} AS {types.get(column, 'VARCHAR')}) AS {_quote(column)}"
+            f"CAST({_quote(column)} AS {known.get(column, 'VARCHAR')}) AS {_quote(column)}"
             for column in header
         )
-        self.conn.execute(
-            f"CREATE TABLE {_quote(name)} AS SELECT {selected} FROM {source}", [str(path)]
-        )
+        return f"(SELECT {selected} FROM {text})"
 
-    def _write_file(self, name: str) -> None:
+    def _write_file(self, name: str, query: str) -> int:
+        """Write the rows of `query` to the list's file, whole or not at all; how many."""
         path = self._file(name)
-        if not self._exists(name):
-            path.unlink(missing_ok=True)
-            return
         temporary = path.with_name(path.name + ".partial")
         options = "FORMAT parquet" if self.fmt == "parquet" else "FORMAT csv, HEADER true"
-        self.conn.execute(f"COPY {_quote(name)} TO '{temporary}' ({options})")
+        described = self.conn.execute(f"DESCRIBE {query}").fetchall()
+        found = self.conn.execute(
+            f"COPY ({query}) TO {_literal(str(temporary))} ({options})"
+        ).fetchone()
         os.replace(temporary, path)
+        self._headers.pop(name, None)
         if self.fmt == "csv":
-            described = self.conn.execute(f"DESCRIBE {_quote(name)}").fetchall()
             self._csv_types[name] = [[row[0], row[1]] for row in described]
             _replace_json(self.target / COLUMNS_FILE, self._csv_types)
+        return int(found[0]) if found else 0
 
     def _write_state_file(self) -> None:
-        rows = self.conn.execute(
-            f"SELECT resource, updated_since, cursor, walk_max FROM {STATE_TABLE}"
-        ).fetchall()
-        saved = {
-            name: asdict(_saved_state(since, cursor, walk_max))
-            for name, since, cursor, walk_max in rows
-        }
+        saved = {name: asdict(state) for name, state in sorted(self._saved.items())}
         _replace_json(self.target / STATE_FILE, saved)
 
-    def _flush(self, walk: str) -> None:
-        """Files only: write the tables changed, then the state that says they hold it."""
-        self._unflushed[walk] = 0
-        if self.fmt == "duckdb" or not (self._dirty or self._state_dirty):
-            return
-        for name in sorted(self._dirty):
-            self._write_file(name)
-        self._write_state_file()
-        self._dirty.clear()
-        self._state_dirty = False
+    def _pending(self, name: str) -> WalkState | None:
+        """Files only: the position of rows (or tombstones) staged and not yet in the files."""
+        if self._conn is None or self.fmt == "duckdb":
+            return None
+        row = self._conn.execute(
+            f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
+            [name],
+        ).fetchone()
+        return _saved_state(*row) if row else None
 
-    def _written(self, walk: str, count: int, *, done: bool) -> None:
+    def _settled(self, name: str) -> None:
+        """The files hold what was staged for `name`: record its position, drop the staging."""
+        pending = self._pending(name)
+        if pending is not None:
+            self._saved[name] = pending
+        self._write_state_file()
+        self.conn.execute("BEGIN TRANSACTION")
+        try:
+            if name == DELETIONS:
+                self.conn.execute(f"DELETE FROM {TOMBSTONES}")
+            else:
+                self.conn.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+                self.conn.execute(f"DELETE FROM {REPLACED} WHERE resource = ?", [name])
+            self.conn.execute(f"DELETE FROM {STATE_TABLE} WHERE resource = ?", [name])
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        finally:
+            self._known.clear()
+        self._unflushed[name] = 0
+
+    def _merge(self, resource: Resource) -> None:
+        """Files only: write the rows staged for `resource` into its file, in one pass over
+        the file: its rows whose key is not staged, then the staged rows (or the staged rows
+        alone, for a list read whole or started over). Then the position they stand at.
+
+        A crash anywhere in between keeps the staging, and the next run merges it again:
+        staged rows replace their own copies, so nothing is doubled.
+        """
+        name = resource.name
+        staged = self._table_columns(name) is not None
+        replaced = not resource.incremental or self._replaced(name)
+        old = None if replaced else self._source(name)
+        key = _quote(resource.key)
+        if staged and old is not None:
+            self._write_file(
+                name,
+                f"SELECT * FROM {old} AS kept WHERE NOT EXISTS (SELECT 1 FROM {_quote(name)}"
+                f" AS new WHERE new.{key} = kept.{key}) UNION ALL BY NAME"
+                f" SELECT * FROM {_quote(name)}",
+            )
+        elif staged:
+            self._write_file(name, f"SELECT * FROM {_quote(name)}")
+        elif replaced:  # the list has no row now
+            self._file(name).unlink(missing_ok=True)
+        self._settled(name)
+
+    def _apply_tombstones(self) -> int:
+        """Files only: remove from each file the rows the staged tombstones name (SEMANTICS
+        R34: unless given again later), then record the position; the rows removed."""
+        removed = 0
+        names = [
+            row[0]
+            for row in self.conn.execute(
+                f"SELECT DISTINCT resource FROM {TOMBSTONES} ORDER BY resource"
+            ).fetchall()
+        ]
+        for name in names:
+            source = self._source(name) if name in DELETABLE else None
+            if source is None:
+                continue
+            # The cast reads a stamp whatever type an older store gave the column.
+            gone = (
+                f"EXISTS (SELECT 1 FROM {TOMBSTONES} AS gone WHERE gone.resource ="
+                f" {_literal(name)} AND gone.id = kept.id"
+                " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)"
+            )
+            found = self.conn.execute(
+                f"SELECT count(*) FROM {source} AS kept WHERE {gone}"
+            ).fetchone()
+            count = int(found[0]) if found else 0
+            if count:
+                self._write_file(name, f"SELECT * FROM {source} AS kept WHERE NOT {gone}")
+                removed += count
+        self._settled(DELETIONS)
+        return removed
+
+    def _due(self, walk: str, count: int, *, done: bool) -> bool:
+        """Files only: whether the rows staged for `walk` are to be written to files now."""
         self._unflushed[walk] = self._unflushed.get(walk, 0) + count
-        if done or self._unflushed[walk] >= self.flush_rows:
-            self._flush(walk)
+        if self.fmt == "duckdb":
+            return False
+        return done or (self.flush_rows is not None and self._unflushed[walk] >= self.flush_rows)
 
     # -- state and tables ----------------------------------------------------------
 
     def state(self, name: str) -> WalkState:
-        row = self.conn.execute(
+        if name in self._refresh:
+            return WalkState()
+        if self.fmt != "duckdb":
+            pending = self._pending(name)
+            return pending if pending is not None else self._saved.get(name, WalkState())
+        if self._conn is None:
+            return WalkState()
+        row = self._conn.execute(
             f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
             [name],
         ).fetchone()
@@ -254,10 +400,11 @@ class Store:
             f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES (?, ?, NULL, ?, NULL, now())",
             [name, state.updated_since, state.cursor],
         )
-        self._state_dirty = True
 
     def _exists(self, table: str) -> bool:
-        found = self.conn.execute(
+        if self._conn is None:
+            return False
+        found = self._conn.execute(
             "SELECT count(*) FROM information_schema.tables"
             " WHERE table_schema = current_schema() AND table_name = ?",
             [table],
@@ -273,78 +420,84 @@ class Store:
         return self._known[table]
 
     def start_full_walk(self, resource: Resource) -> None:
+        if self._conn is None:
+            return  # nothing staged: nothing to drop
         staging = resource.name + "__staging"
-        self.conn.execute(f"DROP TABLE IF EXISTS {_quote(staging)}")
+        self._conn.execute(f"DROP TABLE IF EXISTS {_quote(staging)}")
         self._known[staging] = None
 
     def apply_page(
         self, resource: Resource, rows: list[dict[str, Any]], state: WalkState, *, done: bool
     ) -> None:
-        """Upsert one page's rows by key and record `state`, in one transaction."""
+        """Upsert one page's rows by key and record `state`, in one transaction; for files,
+        into the staging, written to the list's file at the end of its walk."""
+        name = resource.name
         replacing = done and not resource.incremental
-        if not rows and not replacing and state == self.state(resource.name):
-            return  # nothing changed since the last run: nothing to write
-        table = resource.name if resource.incremental else resource.name + "__staging"
+        starting_over = name in self._refresh and resource.incremental
+        if not rows and not replacing and not starting_over and state == self.state(name):
+            # Nothing changed since the last run: nothing to write, but what an earlier run
+            # cut off staged.
+            if done and self._pending(name) is not None:
+                self._merge(resource)
+            return
+        table = name if resource.incremental else name + "__staging"
         self.conn.execute("BEGIN TRANSACTION")
         try:
+            if starting_over:  # --full-refresh: the rows stored (or staged) before go
+                self.conn.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+                self._known[name] = None
+                if self.fmt != "duckdb":
+                    self.conn.execute(f"INSERT OR REPLACE INTO {REPLACED} VALUES (?)", [name])
             if rows:
                 self._upsert(table, resource.key, rows)
             if replacing:
-                self.conn.execute(f"DROP TABLE IF EXISTS {_quote(resource.name)}")
-                self._known[resource.name] = None
+                self.conn.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+                self._known[name] = None
                 if self._table_columns(table) is not None:
-                    self.conn.execute(
-                        f"ALTER TABLE {_quote(table)} RENAME TO {_quote(resource.name)}"
-                    )
-                    self._known[resource.name] = self._known.pop(table)
+                    self.conn.execute(f"ALTER TABLE {_quote(table)} RENAME TO {_quote(name)}")
+                    self._known[name] = self._known.pop(table)
                     self._known[table] = None
-            self._save_state(resource.name, state)
+            self._save_state(name, state)
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
             self._known.clear()
             raise
-        # A replaced resource's file is written only whole; its walk restarts after a crash.
-        if resource.incremental and rows:
-            self._dirty.add(resource.name)
-        if replacing:
-            self._dirty.add(resource.name)
-        if resource.incremental or done:
-            self._written(resource.name, len(rows), done=done)
+        self._refresh.discard(name)
+        # A list read whole is written to its file only whole; its walk restarts after a crash.
+        if (resource.incremental or done) and self._due(name, len(rows), done=done):
+            self._merge(resource)
 
     def apply_deletions(
         self, tombstones: list[dict[str, Any]], state: WalkState, *, done: bool
     ) -> int:
         """Remove the rows `tombstones` name and record `state`, in one transaction; the
-        number of rows removed.
+        number of rows removed. For files, the rows staged go at once and the tombstones are
+        staged for the files, applied at the end of the walk.
 
         A row whose updated_at is later than its tombstone's deleted_at was given again
         after the deletion and stays (SEMANTICS R34).
         """
-        if not tombstones and state == self.state(DELETIONS):
+        if not tombstones and DELETIONS not in self._refresh and state == self.state(DELETIONS):
+            if done and self._pending(DELETIONS) is not None:
+                return self._apply_tombstones()
             return 0
         removed = 0
-        touched: set[str] = set()
         self.conn.execute("BEGIN TRANSACTION")
         try:
             if tombstones:
                 self.conn.register("tombstones", rows_to_arrow(tombstones))
                 try:
                     for name in sorted({str(t.get("resource")) for t in tombstones}):
-                        if name not in DELETABLE or self._table_columns(name) is None:
-                            continue  # a list this store does not hold (yet): nothing to remove
-                        # The cast reads a stamp whatever type an older store gave the column.
-                        found = self.conn.execute(
-                            f"DELETE FROM {_quote(name)} AS kept WHERE EXISTS (SELECT 1"
-                            " FROM tombstones AS gone WHERE gone.resource = ?"
-                            " AND gone.id = kept.id"
-                            " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)",
-                            [name],
-                        ).fetchone()
-                        count = int(found[0]) if found else 0
-                        if count:
-                            removed += count
-                            touched.add(name)
+                        if name not in DELETABLE:
+                            continue  # never a table name taken from the response alone
+                        removed += self._delete_tombstoned(name)
+                        if self.fmt != "duckdb":
+                            self.conn.execute(
+                                f"INSERT INTO {TOMBSTONES} SELECT resource, id, deleted_at"
+                                " FROM tombstones WHERE resource = ?",
+                                [name],
+                            )
                 finally:
                     self.conn.unregister("tombstones")
             self._save_state(DELETIONS, state)
@@ -353,9 +506,25 @@ class Store:
             self.conn.execute("ROLLBACK")
             self._known.clear()
             raise
-        self._dirty |= touched
-        self._written(DELETIONS, len(tombstones), done=done)
+        self._refresh.discard(DELETIONS)
+        if self._due(DELETIONS, len(tombstones), done=done):
+            removed += self._apply_tombstones()
         return removed
+
+    def _delete_tombstoned(self, name: str) -> int:
+        """Delete from table `name` (the copy, or the rows staged for its file) the rows the
+        registered tombstones name; how many."""
+        if self._table_columns(name) is None:
+            return 0  # a list this store does not hold (yet): nothing to remove
+        # The cast reads a stamp whatever type an older store gave the column.
+        found = self.conn.execute(
+            f"DELETE FROM {_quote(name)} AS kept WHERE EXISTS (SELECT 1"
+            " FROM tombstones AS gone WHERE gone.resource = ?"
+            " AND gone.id = kept.id"
+            " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)",
+            [name],
+        ).fetchone()
+        return int(found[0]) if found else 0
 
     def _upsert(self, table: str, key: str, rows: list[dict[str, Any]]) -> None:
         # A row changed while the walk ran is served again further on, with a later
@@ -370,8 +539,12 @@ class Store:
             quoted = _quote(table)
             present = self._table_columns(table)
             if present is None:
-                self.conn.execute(f"CREATE TABLE {quoted} AS SELECT * FROM incoming LIMIT 0")
-                present = self._known[table] = set(incoming.column_names)
+                # Staged rows for a file take the file's column types, as they will be
+                # written into it; otherwise the types of the rows.
+                source = self._source(table) if self._merges_into_file(table) else None
+                like = source if source is not None else "incoming"
+                self.conn.execute(f"CREATE TABLE {quoted} AS SELECT * FROM {like} LIMIT 0")
+                present = self._known[table] = self._columns(table)
             added = [name for name in incoming.column_names if name not in present]
             if added:  # fields added to the API (SPEC 9)
                 types = {
@@ -389,11 +562,36 @@ class Store:
         finally:
             self.conn.unregister("incoming")
 
-    def count(self, name: str) -> int:
-        if not self._exists(name):
+    def _merges_into_file(self, table: str) -> bool:
+        """Whether rows staged in `table` are merged into the list's existing file."""
+        return self.fmt != "duckdb" and table in DELETABLE and not self._replaced(table)
+
+    def _replaced(self, name: str) -> bool:
+        """Files only: whether the list was started over, its file to be replaced whole."""
+        found = self.conn.execute(
+            f"SELECT count(*) FROM {REPLACED} WHERE resource = ?", [name]
+        ).fetchone()
+        return bool(found and found[0])
+
+    def _count(self, table: str) -> int:
+        if not self._exists(table):
             return 0
-        found = self.conn.execute(f"SELECT count(*) FROM {_quote(name)}").fetchone()
+        found = self.conn.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()
         return int(found[0]) if found else 0
+
+    def count(self, name: str) -> int:
+        """The rows the store holds for `name` (for files: in its file)."""
+        if self.fmt == "duckdb":
+            return self._count(name)
+        source = self._source(name)
+        if source is None:
+            return 0
+        found = self.conn.execute(f"SELECT count(*) FROM {source}").fetchone()
+        return int(found[0]) if found else 0
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _replace_json(path: Path, value: Any) -> None:
@@ -520,13 +718,31 @@ def pull_deletions(
 
 def walks(resources: Iterable[Resource] = RESOURCES) -> list[str]:
     """The names of the walks `pull` makes, in order: the incremental lists, /deletions
-    after them, then the lists replaced whole."""
+    after them (when any incremental list is pulled), then the lists replaced whole."""
     chosen = list(resources)
+    incremental = [r.name for r in chosen if r.incremental]
     return [
-        *(r.name for r in chosen if r.incremental),
-        DELETIONS,
+        *incremental,
+        *([DELETIONS] if incremental else []),
         *(r.name for r in chosen if not r.incremental),
     ]
+
+
+def choose_resources(names: str | None) -> tuple[Resource, ...]:
+    """The lists `--resources` names (comma-separated, in any order), in pull order; every
+    list when None. An unknown or empty name is refused with ValueError, naming it."""
+    if names is None:
+        return RESOURCES
+    known = {resource.name: resource for resource in RESOURCES}
+    asked = [name.strip() for name in names.split(",")]
+    unknown = [name for name in asked if name not in known]
+    if unknown:
+        shown = ", ".join(repr(name) for name in unknown)
+        raise ValueError(
+            f"Unknown resource {shown} in --resources: use one or more of "
+            f"{', '.join(known)}, separated by commas."
+        )
+    return tuple(resource for resource in RESOURCES if resource.name in asked)
 
 
 def pull(
@@ -537,18 +753,27 @@ def pull(
     resources: Iterable[Resource] = RESOURCES,
     progress: ProgressHook | None = None,
     notice: NoticeHook | None = None,
-    flush_rows: int = 50_000,
+    flush_rows: int | None = None,
     batch_rows: int = BATCH_ROWS,
+    full_refresh: bool = False,
 ) -> list[ResourceReport]:
-    """Pull every resource into `target` (a .duckdb file, or a directory for parquet/csv),
-    then apply /deletions, then replace the resources read whole (budgets).
+    """Pull `resources` (every list) into `target` (a .duckdb file, or a directory for
+    parquet/csv), then apply /deletions, then replace the resources read whole (budgets).
 
-    Rows are written with the walk's position every `batch_rows` rows; files are rewritten
-    every `flush_rows` rows (parquet and csv). `notice` is told, in a sentence, of a
-    remembered position the service refused.
+    Rows are written with the walk's position every `batch_rows` rows. Parquet and CSV files
+    are written at the end of each walk, and also every `flush_rows` rows when given.
+    `full_refresh` starts each list pulled over: its copy and position are dropped at its
+    walk's first batch (and the position of /deletions too, when every list is pulled).
+    `notice` is told, in a sentence, of a remembered position the service refused.
+    Nothing is created before the first row or position is written.
     """
     by_name = {resource.name: resource for resource in resources}
-    store = Store(target, fmt, flush_rows=flush_rows)
+    refresh: set[str] = set()
+    if full_refresh:
+        refresh = set(by_name)
+        if refresh >= {resource.name for resource in RESOURCES}:
+            refresh.add(DELETIONS)
+    store = Store(target, fmt, flush_rows=flush_rows, full_refresh=refresh)
     reports: list[ResourceReport] = []
     try:
         for name in walks(by_name.values()):
@@ -561,15 +786,53 @@ def pull(
                     client, store, by_name[name], progress, batch_rows=batch_rows, notice=notice
                 )
             reports.append(report)
+        store.finish()
         return reports
     finally:
         store.close()
 
 
+DUCKDB_SUFFIXES = (".duckdb", ".db")
+FILE_FORMATS = ("parquet", "csv")
+
+
 def format_for(target: Path, fmt: str | None) -> Format:
-    """The format `--format` names, or the one the target's name implies."""
-    if fmt is None:
-        return "duckdb" if target.suffix in {".duckdb", ".db"} else "parquet"
-    if fmt not in ("duckdb", "parquet", "csv"):
+    """The format of the store at `target`: the one `--format` names, or the one the target
+    implies. A .duckdb (or .db) name is a DuckDB file; a name without extension, or an
+    existing directory, holds Parquet (or, when it already holds them, CSV) files. Any other
+    name is refused with ValueError, as is a format its name contradicts: nothing is created
+    for a target `airoi pull` would not write as asked."""
+    if fmt is not None and fmt not in ("duckdb", *FILE_FORMATS):
         raise ValueError(f"Unknown format {fmt!r}: use duckdb, parquet or csv.")
-    return fmt  # type: ignore[return-value]
+    suffix = target.suffix.lower()
+    if target.is_dir():
+        if fmt == "duckdb":
+            raise ValueError(f"{target} is a directory: a DuckDB store is a file (airoi.duckdb).")
+        if fmt is not None:
+            return fmt  # type: ignore[return-value]
+        held = [name for name in FILE_FORMATS if any(target.glob(f"*.{name}"))]
+        return "csv" if held == ["csv"] else "parquet"
+    if fmt == "duckdb" or (fmt is None and suffix in DUCKDB_SUFFIXES):
+        return "duckdb"
+    if target.exists():
+        raise ValueError(
+            f"{target} is a file, not a directory: Parquet and CSV stores are directories "
+            "(one file per list). Give a directory, or a .duckdb file."
+        )
+    if suffix in DUCKDB_SUFFIXES:
+        raise ValueError(
+            f"{target} names a DuckDB file, but --format {fmt} writes a directory of files: "
+            "give a directory name without an extension, or leave out --format."
+        )
+    if suffix:
+        kind = suffix.lstrip(".")
+        why = (
+            f"a {kind.upper()} store is a directory of files, one per list"
+            if kind in FILE_FORMATS
+            else f"{suffix} is no format airoi pull writes"
+        )
+        raise ValueError(
+            f"--to {target}: {why}. Give a .duckdb file, or a directory name without an "
+            "extension (with --format parquet or csv)."
+        )
+    return fmt or "parquet"  # type: ignore[return-value]

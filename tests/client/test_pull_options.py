@@ -1,0 +1,320 @@
+"""`airoi pull`'s files written once per walk, its targets, `--resources`, `--full-refresh`,
+`--quiet`, and a refused pull that leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from airoi.client import Client
+from airoi.client.pull import (
+    DELETIONS,
+    PENDING_FILE,
+    RESOURCES,
+    Format,
+    choose_resources,
+    format_for,
+    pull,
+)
+from tests.client.conftest import LATER, Account
+from tests.client.test_pull import (
+    FORMATS,
+    THEN,
+    InterruptAfter,
+    Interrupted,
+    assert_store_equals_service,
+    delete,
+    expected_ids,
+    stored,
+    target_for,
+)
+
+duckdb = pytest.importorskip("duckdb")
+
+FILE_FORMATS: list[Format] = ["parquet", "csv"]
+
+
+def written_at(target: Path) -> dict[str, int]:
+    return {path.name: path.stat().st_mtime_ns for path in target.iterdir()}
+
+
+@pytest.mark.parametrize("fmt", FILE_FORMATS)
+def test_a_run_writes_only_the_files_whose_list_changed_each_once(
+    base_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airoi.client import pull as pull_module
+
+    writes: list[str] = []
+    real_write = pull_module.Store._write_file
+
+    def counted(self: Any, name: str, query: str) -> int:
+        writes.append(name)
+        return int(real_write(self, name, query))
+
+    monkeypatch.setattr(pull_module.Store, "_write_file", counted)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, batch_rows=2)
+    # Pages of two rows, written two rows at a time: still each file once, at its walk's end.
+    assert sorted(writes) == sorted(r.name for r in RESOURCES)
+    assert PENDING_FILE not in os.listdir(target)
+    before = written_at(target)
+
+    # One cost entry changed, one deleted: its file is written twice (rows, then the
+    # tombstone), budgets once (read whole); no other list's file is written.
+    changed = account.builder.data["cost_entries"][3]
+    changed["amount_cents"] = 77_777
+    account.load(engine, LATER)
+    delete(engine, THEN[0], cost_entries=[account.cost_entries[5]])
+    writes.clear()
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    assert writes == ["cost_entries", "cost_entries", "budgets"]
+    assert (reports[DELETIONS].rows, reports[DELETIONS].deleted) == (1, 1)
+    after = written_at(target)
+    unchanged = {f"{r.name}.{fmt}" for r in RESOURCES} - {f"cost_entries.{fmt}", f"budgets.{fmt}"}
+    assert {name for name in unchanged if before[name] != after[name]} == set()
+    costs = stored(target, fmt, "cost_entries")
+    assert len({row["id"] for row in costs}) == len(costs) == 6
+    assert {row["id"]: row["amount_cents"] for row in costs}[changed["id"]] == 77_777
+    assert_store_equals_service(target, fmt, base_url, account.token)
+    assert PENDING_FILE not in os.listdir(target)
+
+
+@pytest.mark.parametrize("fmt", FILE_FORMATS)
+def test_a_run_cut_off_keeps_the_files_whole_and_the_next_run_finishes_them(
+    base_url: str, account: Account, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    # Two requests for initiatives, then cost pages 1 and 2 (written, batch of one page);
+    # the request for page 3 is cut off.
+    cut = InterruptAfter(limit=5)
+    with (
+        Client(base_url, account.token, page_size=2, transport=cut) as api,
+        pytest.raises(Interrupted),
+    ):
+        pull(api, target, fmt, batch_rows=1)
+    # The rows written wait beside the files, which hold only finished walks.
+    assert len(stored(target, fmt, "initiatives")) == 3
+    assert not (target / f"cost_entries.{fmt}").exists()
+    assert (target / PENDING_FILE).exists()
+
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    assert reports["cost_entries"].resumed
+    assert reports["cost_entries"].rows == 3  # pages 3 and 4, and only those
+    costs = stored(target, fmt, "cost_entries")
+    assert [row["id"] for row in costs] == expected_ids(base_url, account.token, "cost_entries")
+    assert [row["amount_cents"] for row in costs] == [10_000 + n for n in range(7)]
+    assert PENDING_FILE not in os.listdir(target)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_resources_pulls_only_the_lists_named(
+    base_url: str, account: Account, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    chosen = choose_resources("budgets, cost_entries")
+    assert [r.name for r in chosen] == ["cost_entries", "budgets"]
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r.rows for r in pull(api, target, fmt, resources=chosen)}
+        assert reports == {"cost_entries": 7, DELETIONS: 0, "budgets": 3}
+        if fmt == "duckdb":
+            conn = duckdb.connect(str(target), read_only=True)
+            tables = {row[0] for row in conn.execute("SHOW TABLES").fetchall()}
+            conn.close()
+            assert tables == {"_airoi_state", "cost_entries", "budgets"}
+        else:
+            assert sorted(p.name for p in target.glob(f"*.{fmt}")) == [
+                f"budgets.{fmt}",
+                f"cost_entries.{fmt}",
+            ]
+        # Budgets alone: /deletions, which removes rows of the incremental lists, is not read.
+        only = {
+            r.name: r.rows for r in pull(api, target, fmt, resources=choose_resources("budgets"))
+        }
+        assert only == {"budgets": 3}
+        # The other lists, later: each from the beginning.
+        rest = {r.name: r for r in pull(api, target, fmt)}
+    assert rest["initiatives"].start == "full" and rest["initiatives"].rows == 3
+    assert rest["cost_entries"].resumed and rest["cost_entries"].rows == 0
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+def test_an_unknown_resource_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"Unknown resource 'costs' in --resources: use one"):
+        choose_resources("initiatives,costs")
+    with pytest.raises(ValueError, match=r"Unknown resource ''"):
+        choose_resources("initiatives,")
+    assert choose_resources(None) == RESOURCES
+
+
+def add_stale_row(target: Path, fmt: Format) -> None:
+    """A cost entry the service never served, as a copy from another server would hold."""
+    conn = duckdb.connect(str(target) if fmt == "duckdb" else ":memory:")
+    try:
+        if fmt == "duckdb":
+            conn.execute("INSERT INTO cost_entries BY NAME SELECT 999999 AS id")
+            conn.execute("INSERT INTO initiatives BY NAME SELECT 999999 AS id")
+            return
+        for name in ("cost_entries", "initiatives"):
+            path = target / f"{name}.{fmt}"
+            reader = "read_parquet" if fmt == "parquet" else "read_csv"
+            options = "FORMAT parquet" if fmt == "parquet" else "FORMAT csv, HEADER true"
+            conn.execute(f"CREATE TABLE t AS SELECT * FROM {reader}('{path}')")  # noqa: S608
+            conn.execute("INSERT INTO t BY NAME SELECT 999999 AS id")
+            conn.execute(f"COPY t TO '{path}' ({options})")
+            conn.execute("DROP TABLE t")
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_full_refresh_starts_the_lists_named_over(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+        add_stale_row(target, fmt)
+        delete(engine, THEN[0], cost_entries=[account.cost_entries[0]])
+        # cost_entries alone: read whole, its stale row gone; initiatives untouched.
+        refreshed = {
+            r.name: r
+            for r in pull(
+                api, target, fmt, resources=choose_resources("cost_entries"), full_refresh=True
+            )
+        }
+        assert (refreshed["cost_entries"].start, refreshed["cost_entries"].rows) == ("full", 6)
+        # The tombstone is read (the list read again no longer holds its row).
+        assert (refreshed[DELETIONS].rows, refreshed[DELETIONS].deleted) == (1, 0)
+        costs = [row["id"] for row in stored(target, fmt, "cost_entries")]
+        assert costs == expected_ids(base_url, account.token, "cost_entries")
+        assert 999999 in {row["id"] for row in stored(target, fmt, "initiatives")}
+
+        # Every list: everything read again, /deletions too; the store is as served.
+        again = {r.name: r for r in pull(api, target, fmt, full_refresh=True)}
+    # /deletions is read from its beginning again only when every list starts over.
+    assert {r.start for r in again.values()} == {"full"}
+    assert (again["initiatives"].rows, again[DELETIONS].rows) == (3, 1)
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_full_refresh_refused_at_its_first_request_drops_nothing(
+    base_url: str, account: Account, tmp_path: Path, fmt: Format
+) -> None:
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    with (
+        Client(base_url, account.token, page_size=2, transport=InterruptAfter(1)) as api,
+        pytest.raises(Interrupted),
+    ):
+        pull(api, target, fmt, full_refresh=True)
+    assert len(stored(target, fmt, "cost_entries")) == 7
+    with Client(base_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt)}
+    assert reports["cost_entries"].resumed and reports["cost_entries"].rows == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "expected"),
+    [
+        ("airoi.duckdb", None, "duckdb"),
+        ("airoi.db", None, "duckdb"),
+        ("airoi-data", None, "parquet"),
+        ("airoi-data", "csv", "csv"),
+        ("store.ddb", "duckdb", "duckdb"),
+    ],
+)
+def test_the_documented_targets(tmp_path: Path, name: str, fmt: str | None, expected: str) -> None:
+    assert format_for(tmp_path / name, fmt) == expected
+
+
+def test_a_directory_that_holds_csv_files_stays_csv(tmp_path: Path) -> None:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "cost_entries.csv").write_text("id\n1\n")
+    assert format_for(tmp_path / "store", None) == "csv"
+    assert format_for(tmp_path / "store", "parquet") == "parquet"
+    (tmp_path / "odd.name").mkdir()  # an existing directory is taken as it is named
+    assert format_for(tmp_path / "odd.name", None) == "parquet"
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "message"),
+    [
+        ("out.txt", None, r"\.txt is no format airoi pull writes\. Give a \.duckdb file"),
+        ("out.csv", None, r"a CSV store is a directory of files, one per list"),
+        ("out.parquet", "parquet", r"a PARQUET store is a directory of files"),
+        ("airoi.duckdb", "csv", r"names a DuckDB file, but --format csv writes a directory"),
+        ("data", "json", r"Unknown format 'json'"),
+    ],
+)
+def test_a_target_of_no_known_format_is_refused(
+    tmp_path: Path, name: str, fmt: str | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        format_for(tmp_path / name, fmt)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_is_no_directory_store(tmp_path: Path) -> None:
+    (tmp_path / "notes").write_text("x")
+    with pytest.raises(ValueError, match="is a file, not a directory"):
+        format_for(tmp_path / "notes", "parquet")
+    (tmp_path / "old.duckdb").mkdir()  # a directory an earlier version made: files
+    assert format_for(tmp_path / "old.duckdb", None) == "parquet"
+    with pytest.raises(ValueError, match="is a directory: a DuckDB store is a file"):
+        format_for(tmp_path / "old.duckdb", "duckdb")
+
+
+def airoi_pull(base_url: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "airoi", "pull", "--base-url", base_url, *args]
+    env = {**os.environ, "AIROI_TOKEN": token, "COLUMNS": "400"}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=120)
+
+
+def test_the_command_refuses_leaving_nothing_and_quiet_says_nothing(
+    base_url: str, account: Account, tmp_path: Path
+) -> None:
+    # A refused pull: bad target, unknown list, a token the service refuses.
+    refused = airoi_pull(base_url, account.token, "--to", str(tmp_path / "out.txt"))
+    assert refused.returncode == 2
+    assert ".txt is no format airoi pull writes" in refused.stderr
+    refused = airoi_pull(
+        base_url, account.token, "--to", str(tmp_path / "a.duckdb"), "--resources", "costs"
+    )
+    assert refused.returncode == 2
+    assert "Unknown resource 'costs' in --resources" in refused.stderr
+    bad_token = "airoi_" + "z" * 43
+    for target, extra in ((tmp_path / "a.duckdb", []), (tmp_path / "data", ["--format", "csv"])):
+        refused = airoi_pull(base_url, bad_token, "--to", str(target), *extra)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("Pull stopped: 401")
+        assert bad_token not in refused.stdout + refused.stderr
+    assert list(tmp_path.iterdir()) == []
+
+    target = tmp_path / "data"
+    quiet = airoi_pull(
+        base_url, account.token, "--to", str(target), "--quiet", "--resources", "cost_entries"
+    )
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    assert sorted(p.name for p in target.iterdir()) == ["_airoi_state.json", "cost_entries.parquet"]
+    loud = airoi_pull(base_url, account.token, "--to", str(target), "--full-refresh")
+    assert loud.returncode == 0, loud.stderr
+    assert "Pulled 25 rows into" in " ".join(loud.stdout.split())
+    # Quiet, a failure is still said.
+    failed = airoi_pull(base_url, bad_token, "--to", str(target), "--quiet")
+    assert failed.returncode == 1 and failed.stderr.startswith("Pull stopped: 401")
