@@ -134,7 +134,7 @@ def _require(extra: str, packages: tuple[str, ...], command: str, *, code: int =
     if missing:
         err.print(
             f"`airoi {command}` needs the {extra} extra ({', '.join(missing)} not installed):"
-            f" pip install 'airoi[{extra}]'",
+            f" pip install -e '.[{extra}]' in the airoi clone",
             markup=False,
             highlight=False,
             soft_wrap=True,

@@ -182,7 +182,7 @@ def test_server_commands_name_the_extra(command: str, tmp_path: Path) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"`airoi {command}` needs the server extra (litestar, ")
-    assert lines[0].endswith("pip install 'airoi[server]'")
+    assert lines[0].endswith("pip install -e '.[server]' in the airoi clone")
     assert not (tmp_path / "airoi.db").exists()
 
 
@@ -191,7 +191,8 @@ def test_pull_without_its_extra_names_it(tmp_path: Path) -> None:
     done = light(CLI, *args, cwd=tmp_path, blocked=(*SERVER_PACKAGES, "duckdb"))
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        "`airoi pull` needs the pull extra (duckdb not installed): pip install 'airoi[pull]'"
+        "`airoi pull` needs the pull extra (duckdb not installed): "
+        "pip install -e '.[pull]' in the airoi clone"
     )
 
 
@@ -200,7 +201,8 @@ def test_verify_without_its_extra_names_it(tmp_path: Path) -> None:
     done = light(CLI, *args, cwd=tmp_path, blocked=(*SERVER_PACKAGES, "duckdb"))
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "`airoi verify` needs the pull extra (duckdb not installed): pip install 'airoi[pull]'"
+        "`airoi verify` needs the pull extra (duckdb not installed): "
+        "pip install -e '.[pull]' in the airoi clone"
     )
 
 
