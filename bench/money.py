@@ -52,8 +52,10 @@ SELECT {key}, cost_category, SUM(account_amount_cents) FROM cost_entries
 UNION ALL
 SELECT {key}, 'approved', SUM(account_amount_cents) FROM value_entries
  WHERE {scope} AND status = 'approved' GROUP BY {key}
-UNION ALL
-SELECT id, 'title', title FROM initiatives WHERE account_id = {a} AND NOT is_sample
+{titles}"""
+# By initiative, every initiative of the portfolio with its title, as the service serves them.
+TITLES_SQL = """UNION ALL
+SELECT id, title, 0 FROM initiatives WHERE account_id = {a} AND NOT is_sample
 """
 BUDGET_SQL = """
 WITH page AS (
@@ -97,13 +99,15 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "roi_by_month",
         "roi/breakdown",
         {"by": "month", "limit": 500},
-        SPLIT_SQL.format(key="entry_date", scope=PORTFOLIO.format(a=A), a=A),
+        SPLIT_SQL.format(key="entry_date", scope=PORTFOLIO.format(a=A), titles=""),
     ),
     (
         "roi_by_initiative",
         "roi/breakdown",
         {"by": "initiative", "limit": 500},
-        SPLIT_SQL.format(key="initiative_id", scope=PORTFOLIO.format(a=A), a=A),
+        SPLIT_SQL.format(
+            key="initiative_id", scope=PORTFOLIO.format(a=A), titles=TITLES_SQL.format(a=A)
+        ),
     ),
     ("budgets_100", "budgets", {"limit": 100}, BUDGET_SQL.format(a=A, limit=100, today=TODAY)),
     ("budgets_500", "budgets", {"limit": 500}, BUDGET_SQL.format(a=A, limit=500, today=TODAY)),
