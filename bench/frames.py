@@ -8,7 +8,9 @@ A generated account (`bench/make_bundle.py`) is loaded into a scratch SQLite fil
 by `airoi serve` (one worker, the rate limit lifted) on a loopback port. Each measurement is
 a fresh child process (so that its peak resident memory is its own) that imports the client
 from a source tree, walks `/cost_entries` and reports its seconds, its peak RSS and the RSS
-it started from (Python, httpx, pandas and pyarrow imported). "after" is this checkout's
+it started from (Python, httpx, pandas and pyarrow imported), and the CPU seconds the child
+itself spent (decoding and framing, without the server's share of a shared machine's cores:
+the steadier figure where other work runs). "after" is this checkout's
 `src`; "before" is `git archive REV src` unpacked in the work folder (`--before`, e.g.
 `main`; none by default). Besides `to_pandas()`, `to_list()` walks the same rows without
 making a frame: what the walk itself costs, for both. Prints the median seconds and the
@@ -46,13 +48,13 @@ def rss_mb():
 
 base_url, token, call = sys.argv[1:4]
 start_mb = rss_mb()
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 with Client(base_url, token) as api:
     result = getattr(api.cost_entries(), call)()
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 dtypes = {str(k): str(v) for k, v in result.dtypes.items()} if call == "to_pandas" else {}
 print(json.dumps({
-    "rows": len(result), "seconds": seconds, "peak_mb": rss_mb(), "start_mb": start_mb,
+    "rows": len(result), "seconds": seconds, "cpu": cpu, "peak_mb": rss_mb(), "start_mb": start_mb,
     "dtypes": dtypes, "module": airoi.client.__file__,
 }))
 """
@@ -98,7 +100,8 @@ def main() -> None:
     bundle = work / "frames.json"
     write_bundle(bundle, cost_entries=args.cost_entries, initiatives=args.initiatives)
     url = f"sqlite:///{work / 'frames.db'}"
-    (work / "frames.db").unlink(missing_ok=True)
+    for leftover in ("frames.db", "frames.db-wal", "frames.db-shm"):
+        (work / leftover).unlink(missing_ok=True)
     load(url, bundle, args.cost_entries + args.initiatives)
     trees = {"after": ROOT / "src"}
     if args.before:
@@ -107,19 +110,28 @@ def main() -> None:
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     with serving(url, AIROI_RATE_LIMIT=RATE_LIMIT) as client:
         base_url = str(client.base_url)
-        for _ in range(args.repeats):
+        for repeat in range(args.repeats):
             for call in ("to_list", "to_pandas"):
-                for name, src in trees.items():  # interleaved: a drift falls on both alike
-                    results.setdefault((name, call), []).append(measure(src, base_url, call))
+                # Interleaved, the order turned each round: a drift falls on both alike.
+                names = list(trees)[:: -1 if repeat % 2 else 1]
+                for name in names:
+                    run = measure(trees[name], base_url, call)
+                    results.setdefault((name, call), []).append(run)
+    results = dict(sorted(results.items(), key=lambda item: (item[0][1], item[0][0] != "before")))
 
     print(f"{args.cost_entries:,} cost entries, median of {args.repeats} runs, each a child")
-    print(f"{'':<8} {'call':<10} {'rows':>8} {'seconds':>8} {'peak MB':>8} {'start MB':>9}")
+    print(
+        f"{'':<8} {'call':<10} {'rows':>8} {'seconds':>8} {'CPU s':>6} {'peak MB':>8}"
+        f" {'start MB':>9}"
+    )
     for (name, call), runs in results.items():
         seconds = statistics.median(run["seconds"] for run in runs)
+        cpu = statistics.median(run["cpu"] for run in runs)
         peak = max(run["peak_mb"] for run in runs)
         start = min(run["start_mb"] for run in runs)
         print(
-            f"{name:<8} {call:<10} {runs[0]['rows']:>8,} {seconds:>8.2f} {peak:>8.0f} {start:>9.0f}"
+            f"{name:<8} {call:<10} {runs[0]['rows']:>8,} {seconds:>8.2f} {cpu:>6.2f}"
+            f" {peak:>8.0f} {start:>9.0f}"
         )
     for name in trees:
         print(f"{name} dtypes:", json.dumps(results[(name, "to_pandas")][0]["dtypes"]))

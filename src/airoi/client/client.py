@@ -6,7 +6,6 @@ import logging
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from email.utils import parsedate_to_datetime
@@ -129,24 +128,6 @@ class Page:
     resume_cursor: str | None = None
 
 
-def read_ahead(pages: Iterator[Page]) -> Iterator[Page]:
-    """The same pages, the next one fetched in a thread while the caller turns this one
-    into a frame (the service answers while the client decodes: the two overlap).
-
-    Pages and errors come in order; at most one request is in flight. When the caller
-    stops, the request in flight is not waited for (closing the client ends a wait)."""
-    fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airoi-frame")
-    try:
-        upcoming = fetcher.submit(next, pages, None)
-        while (page := upcoming.result()) is not None:
-            upcoming = fetcher.submit(next, pages, None)
-            yield page
-    except BaseException:
-        fetcher.shutdown(wait=False, cancel_futures=True)
-        raise
-    fetcher.shutdown()
-
-
 class ListResult:
     """A list endpoint's rows, fetched lazily page by page as it is iterated.
 
@@ -237,7 +218,7 @@ class ListResult:
 
         tables: list[pyarrow.Table] = []
         with counting(self.resource, progress) as advance:
-            for page in read_ahead(self.pages()):
+            for page in self.pages():
                 tables.append(rows_to_arrow(page.data, self.resource))
                 advance(len(page.data))
         return concat_pages(tables, self.resource)
