@@ -97,9 +97,10 @@ def test_the_client_imports_nothing_of_the_server() -> None:
 import json
 import airoi.client
 
-lazy = [m for m in ("pandas", "pyarrow", "duckdb", "dlt", "typer") if m in sys.modules]
+lazy = [m for m in ("pandas", "pyarrow", "polars", "duckdb", "dlt", "typer") if m in sys.modules]
 import airoi.cli, airoi.client.client, airoi.client.dlt_source, airoi.client.errors
 import airoi.client.frames, airoi.client.pull, airoi.client.verify, airoi.client.walk
+import airoi.client.column_types, airoi.client.progress, airoi.client.schema
 print(json.dumps({"lazy": lazy, "attempts": Blocked.attempts}))
 """
     )
@@ -221,8 +222,8 @@ def test_the_base_install_holds_no_server_package() -> None:
     assert server == {name.replace("_", "-") for name in SERVER_PACKAGES}
     assert base == {"httpx", "typer", "rich"}
     assert not base & server
-    # The development install is everything: the server, the stores, dlt and the tools.
-    assert "airoi[server,dataframe,pull,dlt]" in extras["dev"]
+    # The development install is everything: the server, the stores, dlt, polars and the tools.
+    assert "airoi[server,dataframe,pull,dlt,polars]" in extras["dev"]
     # Every requirement is a range (it installs beside other tools), and constraints.txt,
     # what scripts/test and CI install with, pins each to one release inside its range.
     pinned: dict[str, str] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -326,3 +327,56 @@ def test_a_base_url_that_cannot_be_asked_is_said_without_its_password(base_url: 
     assert "host" in refused.value.message
     assert "pa55word" not in refused.value.message
     assert "reader" not in refused.value.message
+
+
+def test_the_first_failure_to_connect_is_said_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    transport = httpx.MockTransport(refuse_connection)
+    said_before: list[int] = []
+
+    def sleep(seconds: float) -> None:  # how many warnings were out when each wait began
+        said_before.append(len(caplog.records))
+
+    api = Client(
+        "http://user:hunter2@api.test/api/v1",
+        "airoi_secret-token",
+        sleep=sleep,
+        transport=transport,
+        max_retries=3,
+    )
+    with caplog.at_level(logging.WARNING, logger="airoi.client"), pytest.raises(AiroiError):
+        api.roi()
+    warnings = [r for r in caplog.records if r.name == "airoi.client"]
+    assert [r.getMessage() for r in warnings] == [
+        "No response from http://api.test/api/v1: connection refused; asking again up to 3 "
+        "times within 120 s."
+    ]
+    assert warnings[0].levelno == logging.WARNING
+    # Said before the first wait, and the retries still follow within the bound.
+    assert said_before == [1, 1, 1]
+    assert api.requests_sent == 4
+    for secret in ("airoi_secret-token", "hunter2", "user:"):
+        assert secret not in caplog.text
+
+
+def test_a_caller_told_of_waits_is_not_also_warned(caplog: pytest.LogCaptureFixture) -> None:
+    told: list[AiroiError] = []
+    api = Client(
+        "http://api.test",
+        "secret",
+        sleep=lambda _: None,
+        on_wait=lambda _, why: told.append(why),
+        transport=httpx.MockTransport(refuse_connection),
+        max_retries=2,
+    )
+    with caplog.at_level(logging.WARNING, logger="airoi.client"), pytest.raises(AiroiError):
+        api.roi()
+    assert len(told) == 2
+    assert [r for r in caplog.records if r.name == "airoi.client"] == []
+
+
+def test_an_answer_is_not_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+    transport, _ = scripted(error(503, "Busy.", {"Retry-After": "1"}), httpx.Response(200, json=OK))
+    api = client(transport, [])
+    with caplog.at_level(logging.WARNING, logger="airoi.client"):
+        assert api.roi() == OK
+    assert [r for r in caplog.records if r.name == "airoi.client"] == []

@@ -7,11 +7,13 @@
         ...
     frame = api.value_entries(status="approved").to_pandas()
 
-Only httpx and the standard library are imported here; pandas and pyarrow are imported
-when `to_pandas()` / `to_arrow()` are called (`pip install airoi[dataframe]`).
+Only httpx and the standard library are imported here; pandas, pyarrow and polars are
+imported when `to_pandas()`, `to_arrow()` or `to_polars()` is called (`pip install
+'airoi[dataframe]'`, `'airoi[polars]'`); without them it raises `MissingExtraError`, which
+names the extra.
 """
 
 from airoi.client.client import Client, ListResult, Page, Row
-from airoi.client.errors import AiroiError
+from airoi.client.errors import AiroiError, MissingExtraError
 
-__all__ = ["AiroiError", "Client", "ListResult", "Page", "Row"]
+__all__ = ["AiroiError", "Client", "ListResult", "MissingExtraError", "Page", "Row"]

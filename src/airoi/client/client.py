@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from airoi.client.errors import AiroiError
+from airoi.client.errors import AiroiError, require
 from airoi.tokens import sendable
 from airoi.vocabulary import IntegrationStatus, Outcome, ServedList, ValueStatus, Window
 
@@ -30,6 +31,8 @@ DeletedResource = ServedList
 API_PATH = "/api/v1"
 MAX_PAGE_SIZE = 500
 RETRIED_STATUSES = frozenset({429, 503})
+
+log = logging.getLogger("airoi.client")
 
 
 def _datetime_text(value: DateTimeLike) -> str:
@@ -167,20 +170,49 @@ class ListResult:
     def to_list(self) -> list[Row]:
         return list(self)
 
-    def to_arrow(self) -> pyarrow.Table:
-        """Every row as an Arrow table: cents int64, dates date32, datetimes UTC timestamps.
+    def to_arrow(self, *, progress: bool | None = None) -> pyarrow.Table:
+        """Every row as an Arrow table: integers (cents among them) int64, dates date32,
+        datetimes UTC timestamps, with the list's columns even when it has no rows.
 
-        Nested objects are flattened with `_` (owner -> owner_id, owner_name).
+        Nested objects are flattened with `_` (owner -> owner_id, owner_name). Each page
+        becomes Arrow as it arrives, so the decoded rows of only one page are held at a
+        time. `progress`: a line counting the rows fetched; None shows it when standard
+        error is a terminal (so not in a notebook, unless True). Needs pyarrow
+        (`pip install 'airoi[dataframe]'`; MissingExtraError says so before any row is
+        asked).
         """
-        from airoi.client.frames import rows_to_arrow
+        require("to_arrow()", "dataframe", "pyarrow")
+        return self._arrow(progress)
 
-        return rows_to_arrow(self.to_list())
-
-    def to_pandas(self) -> pandas.DataFrame:
-        """Every row as a DataFrame (see `to_arrow`); integer columns never turn into floats."""
+    def to_pandas(self, *, progress: bool | None = None) -> pandas.DataFrame:
+        """Every row as a DataFrame (see `to_arrow`): every `*_cents` column `Int64`
+        whether or not a value is null, other integers `int64` where the list never serves
+        a null and `Int64` where it may, dates `datetime64[ms]`, datetimes
+        `datetime64[us, UTC]`, lists Arrow lists of strings. Needs pandas and pyarrow."""
+        require("to_pandas()", "dataframe", "pandas", "pyarrow")
         from airoi.client.frames import arrow_to_pandas
 
-        return arrow_to_pandas(self.to_arrow())
+        return arrow_to_pandas(self._arrow(progress), self.resource)
+
+    def to_polars(self, *, progress: bool | None = None) -> Any:
+        """Every row as a polars DataFrame, made from `to_arrow`'s table so that its types
+        carry over (dates `Date`, datetimes `Datetime("us", "UTC")`). Needs polars and
+        pyarrow (`pip install 'airoi[polars]'`)."""
+        require("to_polars()", "polars", "polars", "pyarrow")
+        from airoi.client.frames import arrow_to_polars
+
+        return arrow_to_polars(self._arrow(progress))
+
+    def _arrow(self, progress: bool | None) -> pyarrow.Table:
+        from airoi.client.frames import concat_pages, rows_to_arrow
+        from airoi.client.progress import counting
+
+        tables: list[pyarrow.Table] = []
+        with counting(self.resource, progress) as advance:
+            for page in self.pages():
+                tables.append(rows_to_arrow(page.data, self.resource))
+                advance(len(page.data))
+        return concat_pages(tables, self.resource)
 
 
 def without_userinfo(url: str) -> str:
@@ -225,7 +257,9 @@ class Client:
     it does not say), and never waiting more than `max_wait` seconds in total for one
     request. Every failure is raised as `AiroiError`. `on_wait`, when
     given, is told of each wait before it starts: the seconds, and why (the refusal, or the
-    failure to get an answer), as an `AiroiError`.
+    failure to get an answer), as an `AiroiError`. Without it, a request that gets no
+    answer at all (the service is down, say) is logged at once as a warning on the
+    `airoi.client` logger, naming the base URL (never the token), before it is retried.
     """
 
     def __init__(
@@ -314,6 +348,15 @@ class Client:
                 if attempt >= self.max_retries:
                     raise error from exc
                 delay = self._backoff(attempt)
+                if attempt == 0 and self.on_wait is None:
+                    # Said at once, not after the retries (12 s with the defaults); a caller
+                    # that gave `on_wait` is told of this wait there instead.
+                    log.warning(
+                        "%s; asking again up to %d times within %.0f s.",
+                        error.message,
+                        self.max_retries,
+                        self.max_wait,
+                    )
             else:
                 if response.status_code == 200:
                     try:

@@ -39,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, get_args
 
 from airoi.client.client import Client, Page, sendable_token
+from airoi.client.column_types import COLUMNS
 from airoi.client.frames import rows_to_arrow
 from airoi.client.walk import Walk, WalkState
 from airoi.vocabulary import ServedList
@@ -58,19 +59,14 @@ INCREMENTAL: tuple[str, ...] = get_args(ServedList)
 WITH_SAMPLES = frozenset({"initiatives", "budgets"})
 # dlt's hard_delete column: true on a tombstone, which is never stored; null on every row.
 DELETED = "_airoi_deleted"
-# Fields SPEC 2 types `string (date)`, by resource, as the rest_api source's dlt names the
-# flattened columns.
+# Fields the OpenAPI description types `string (date)`, by resource, as the rest_api source's
+# dlt names the flattened columns (`current_version__effective_from`): from the one table of
+# column types the frames use too.
 DATE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "cost_entries": ("period_start", "period_end", "reported_on"),
-    "value_entries": ("period_start", "period_end", "reported_on"),
-    "observations": ("period_start", "period_end"),
-    "decisions": ("next_review_on",),
-    "budgets": (
-        "as_of",
-        "budget_started_on",
-        "current_version__effective_from",
-        "current_version__ends_on",
-    ),
+    resource: tuple(
+        path.replace(".", "__") for path, (kind, _) in columns.items() if kind == "date"
+    )
+    for resource, columns in COLUMNS.items()
 }
 PAGE_SIZE = 500
 EPOCH = "1970-01-01T00:00:00.000Z"
@@ -187,7 +183,7 @@ def airoi_source(
             rows = _walk(api, resource, params, saved, "rows", first, "updated_at")
             for page in rows:
                 if page.data:
-                    yield _keyed(rows_to_arrow(page.data), "id")
+                    yield _keyed(rows_to_arrow(page.data, resource), "id")
             deleted = {"resource": resource}
             for page in _walk(api, "deletions", deleted, saved, "deletions", first, "deleted_at"):
                 if page.data:
@@ -197,7 +193,7 @@ def airoi_source(
         with Client(base_url, token, page_size=page_size) as api:
             for row_page in api.budgets(include_sample=True).pages():
                 if row_page.data:
-                    yield _keyed(rows_to_arrow(row_page.data), "initiative_id")
+                    yield _keyed(rows_to_arrow(row_page.data, "budgets"), "initiative_id")
 
     merged = [
         dlt.resource(

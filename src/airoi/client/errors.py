@@ -33,3 +33,40 @@ class AiroiError(Exception):
         # Status 0 is no response at all: there is no status to show.
         prefix = f"{self.status}: " if self.status else ""
         return f"{prefix}{self.message}{suffix}"
+
+
+class MissingExtraError(ImportError):
+    """A method needs a package that an extra of `airoi` installs and that is missing.
+
+    Its message names the method, the packages it needs, which are missing, and the
+    command that installs them: "to_pandas() needs pandas and pyarrow (pyarrow is not
+    installed): pip install 'airoi[dataframe]'". `extra` is the extra's name and `missing`
+    the packages that could not be imported; `name` (as for any ImportError) is the first.
+    """
+
+    def __init__(self, call: str, needs: tuple[str, ...], missing: list[str], extra: str) -> None:
+        what = " and ".join(needs)
+        absent = " and ".join(missing)
+        verb = "is" if len(missing) == 1 else "are"
+        super().__init__(
+            f"{call} needs {what} ({absent} {verb} not installed): pip install 'airoi[{extra}]'",
+            name=missing[0],
+        )
+        self.call = call
+        self.extra = extra
+        self.missing = missing
+
+
+def require(call: str, extra: str, *modules: str) -> None:
+    """Import `modules`, or raise MissingExtraError naming `extra`; before any row is asked,
+    so that a missing package is said at once, not after the whole list was fetched."""
+    import importlib
+
+    missing: list[str] = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise MissingExtraError(call, modules, missing, extra)
