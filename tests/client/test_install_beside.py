@@ -149,7 +149,7 @@ print(json.dumps({
     "versions": {name: version(name) for name in names},
     "cost_dtype": str(costs["amount_cents"].dtype),
     "cost_sum": int(costs["amount_cents"].sum()),
-    "date_type": type(costs["period_start"].iloc[0]).__name__,
+    "date_dtype": str(costs["period_start"].dtype),
     "updated_at_tz": str(costs["updated_at"].dt.tz),
     "value_dtype": str(values["amount_cents"].dtype),
     "value_nulls": int(values["amount_cents"].isna().sum()),
@@ -170,12 +170,13 @@ def test_the_client_works_with_the_oldest_releases_it_allows(
         _run(oldest_python, "-c", _READ, base_url, account.token, str(store), *sorted(pins))
     )
     assert read["versions"] == pins
-    # Seven cost entries of 10,000 + n cents, n = 0..6: 70,000 + 21.
-    assert read["cost_dtype"] == "int64"
+    # Seven cost entries of 10,000 + n cents, n = 0..6: 70,000 + 21. Cents are Int64 whether
+    # or not a null is there, dates datetime64 (the types come from the description).
+    assert read["cost_dtype"] == "Int64"
     assert read["cost_sum"] == 70_021
-    assert read["date_type"] == "date"
+    assert read["date_dtype"] == "datetime64[ms]"
     assert read["updated_at_tz"] == "UTC"
-    # One value entry has no amount: the column stays integer, nullable.
+    # One value entry has no amount: the same integer type, nullable.
     assert read["value_dtype"] == "Int64"
     assert read["value_nulls"] == 1
     assert read["pulled"] == [7, 70_021]
