@@ -154,24 +154,25 @@ MISSING = [
         "to_pandas",
         ("pyarrow",),
         "to_pandas() needs pandas and pyarrow (pyarrow is not installed): "
-        "pip install 'airoi[dataframe]'",
+        "pip install -e '.[dataframe]' in the airoi clone",
     ),
     (
         "to_pandas",
         ("pandas", "pyarrow"),
         "to_pandas() needs pandas and pyarrow (pandas and pyarrow are not installed): "
-        "pip install 'airoi[dataframe]'",
+        "pip install -e '.[dataframe]' in the airoi clone",
     ),
     (
         "to_arrow",
         ("pyarrow",),
-        "to_arrow() needs pyarrow (pyarrow is not installed): pip install 'airoi[dataframe]'",
+        "to_arrow() needs pyarrow (pyarrow is not installed): "
+        "pip install -e '.[dataframe]' in the airoi clone",
     ),
     (
         "to_polars",
         ("polars",),
         "to_polars() needs polars and pyarrow (polars is not installed): "
-        "pip install 'airoi[polars]'",
+        "pip install -e '.[polars]' in the airoi clone",
     ),
 ]
 
@@ -203,5 +204,5 @@ except MissingExtraError as exc:
     assert answer["message"] == message
     assert answer["import_error"] is True
     assert answer["name"] == blocked[0]
-    assert answer["extra"] == message.rsplit("[", 1)[1].rstrip("]'")
+    assert f"'.[{answer['extra']}]'" in message
     assert answer["sent"] == 0  # said before the list was asked for

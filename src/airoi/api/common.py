@@ -212,6 +212,8 @@ ERROR_RESPONSES = {
     ),
     403: _error("The token is good but the account's plan does not include API access."),
     404: _error("No such record in this account."),
+    # airoi.serving refuses a request line longer than it reads, before any route runs.
+    414: _error("The request's target (path and query) passes 8,192 bytes."),
     429: _error("Too many requests: wait Retry-After seconds."),
     503: _error("The service cannot answer now (its database or settings): try again later."),
 }

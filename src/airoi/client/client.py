@@ -178,7 +178,7 @@ class ListResult:
         becomes Arrow as it arrives, so the decoded rows of only one page are held at a
         time. `progress`: a line counting the rows fetched; None shows it when standard
         error is a terminal (so not in a notebook, unless True). Needs pyarrow
-        (`pip install 'airoi[dataframe]'`; MissingExtraError says so before any row is
+        (`pip install -e '.[dataframe]'`; MissingExtraError says so before any row is
         asked).
         """
         require("to_arrow()", "dataframe", "pyarrow")
@@ -197,7 +197,7 @@ class ListResult:
     def to_polars(self, *, progress: bool | None = None) -> Any:
         """Every row as a polars DataFrame, made from `to_arrow`'s table so that its types
         carry over (dates `Date`, datetimes `Datetime("us", "UTC")`). Needs polars and
-        pyarrow (`pip install 'airoi[polars]'`)."""
+        pyarrow (`pip install -e '.[polars]'`)."""
         require("to_polars()", "polars", "polars", "pyarrow")
         from airoi.client.frames import arrow_to_polars
 

@@ -6,7 +6,7 @@
     pipeline = dlt.pipeline("airoi_sync", destination="duckdb", dataset_name="airoi")
     pipeline.run(airoi_source("http://localhost:8000/api/v1", token))
 
-Needs `pip install "airoi[dlt]"` (dlt itself is imported only by `airoi_source`;
+Needs `pip install -e ".[dlt]"` (dlt itself is imported only by `airoi_source`;
 `rest_api_config` is plain data). Each list is a dlt resource that walks it with
 `airoi.client.Client` from the `resume_cursor` of the last page it loaded, kept in the
 resource's dlt state, so a run reads only what changed since and nothing twice (SEMANTICS
@@ -165,7 +165,7 @@ def airoi_source(
     page_size: int = PAGE_SIZE,
     name: str = "airoi",
 ) -> DltSource:
-    """The dlt source (needs `pip install "airoi[dlt]"`); its schema is named `name`.
+    """The dlt source (needs `pip install -e ".[dlt]"`); its schema is named `name`.
 
     `start` is where a first run begins (`updated_since`, for rows and tombstones alike);
     later runs resume where the last one ended. Pick resources with

@@ -40,8 +40,9 @@ class MissingExtraError(ImportError):
 
     Its message names the method, the packages it needs, which are missing, and the
     command that installs them: "to_pandas() needs pandas and pyarrow (pyarrow is not
-    installed): pip install 'airoi[dataframe]'". `extra` is the extra's name and `missing`
-    the packages that could not be imported; `name` (as for any ImportError) is the first.
+    installed): pip install -e '.[dataframe]' in the airoi clone". `extra` is the extra's
+    name and `missing` the packages that could not be imported; `name` (as for any
+    ImportError) is the first.
     """
 
     def __init__(self, call: str, needs: tuple[str, ...], missing: list[str], extra: str) -> None:
@@ -49,7 +50,8 @@ class MissingExtraError(ImportError):
         absent = " and ".join(missing)
         verb = "is" if len(missing) == 1 else "are"
         super().__init__(
-            f"{call} needs {what} ({absent} {verb} not installed): pip install 'airoi[{extra}]'",
+            f"{call} needs {what} ({absent} {verb} not installed): "
+            f"pip install -e '.[{extra}]' in the airoi clone",
             name=missing[0],
         )
         self.call = call
