@@ -8,6 +8,7 @@ tests/browser/test_docs_page.py drives it in a real browser.
 from __future__ import annotations
 
 import fnmatch
+import gzip
 import hashlib
 import re
 import tomllib
@@ -147,6 +148,30 @@ def test_every_asset_the_page_loads_answers_with_its_type(client: TestClient[Lit
         head = client.head(address)  # SEMANTICS R30
         assert head.status_code == 200
         assert head.content == b""
+
+
+def test_an_asset_is_sent_gzipped_once_compressed(client: TestClient[Litestar]) -> None:
+    """Compressed once by its handler, not again per request by airoi.conditional: the bytes
+    sent are one gzip of the file, with a tag of their own (RFC 9110 8.8.3)."""
+    address = f"{DOCS_PATH}/assets/swagger-ui-bundle.js"
+    shipped = (ASSETS / "swagger-ui-bundle.js").read_bytes()
+    tags = set()
+    for _ in range(2):
+        with client.stream("GET", address, headers={"Accept-Encoding": "gzip"}) as response:
+            sent = b"".join(response.iter_raw())
+        assert response.headers["content-encoding"] == "gzip"
+        assert response.headers["vary"] == "Accept-Encoding"
+        assert int(response.headers["content-length"]) == len(sent) < len(shipped) // 3
+        assert gzip.decompress(sent) == shipped
+        tags.add(response.headers["etag"])
+    plain = client.get(address, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    assert plain.content == shipped
+    assert len(tags) == 1 and plain.headers["etag"] not in tags
+    revalidated = client.get(
+        address, headers={"Accept-Encoding": "gzip", "If-None-Match": tags.pop()}
+    )
+    assert revalidated.status_code == 304
 
 
 def test_the_vendored_files_are_the_packages_own() -> None:
