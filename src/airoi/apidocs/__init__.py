@@ -103,7 +103,8 @@ class ApiDocsPage(SwaggerRenderPlugin):
             version=SWAGGER_UI_VERSION,
             js_url=asset_url("swagger-ui-bundle.js"),
             css_url=asset_url("swagger-ui.css"),
-            # Only the API's preset is used (no top bar with an address box to load another).
+            # Not loaded: the page uses the API preset alone (no top bar with an address box
+            # to load another description). Named so that no CDN address is left in the plugin.
             standalone_preset_js_url=asset_url("swagger-ui-bundle.js"),
             path="/",
             favicon='<link rel="icon" href="data:,">',  # no request for /favicon.ico
