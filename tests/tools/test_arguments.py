@@ -26,7 +26,7 @@ MUST_BE_AN_INTEGER = "argument must be an integer."
         (
             "list_initiatives",
             {"state": "active"},
-            "Unknown argument 'state'; this tool accepts: status, limit.",
+            "Unknown argument 'state'; this tool accepts: status, limit, owner_id, cursor.",
         ),
         (
             "get_initiative",
@@ -41,7 +41,7 @@ MUST_BE_AN_INTEGER = "argument must be an integer."
         (
             "list_integrations",
             {"status": "error"},
-            "Unknown argument 'status'; this tool takes no arguments.",
+            "Unknown argument 'status'; this tool accepts: limit, cursor.",
         ),
         (
             "get_help_article",

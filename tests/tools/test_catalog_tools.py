@@ -41,11 +41,11 @@ def test_list_integrations_serves_no_secrets(served: Served, world: World) -> No
     assert [i["id"] for i in only_b["integrations"]] == [world.ids["z_slack"]]
 
 
-def test_list_integrations_takes_no_arguments(served: Served, world: World) -> None:
+def test_list_integrations_takes_only_a_page(served: Served, world: World) -> None:
     # SEMANTICS R12, R27: an argument is refused by name, neither read as a filter nor ignored.
     assert served.ok(world.token_a, "list_integrations", {})["total"] == 2
     sentence = served.refused(world.token_a, "list_integrations", {"status": "error"})
-    assert sentence == "Unknown argument 'status'; this tool takes no arguments."
+    assert sentence == "Unknown argument 'status'; this tool accepts: limit, cursor."
 
 
 def article(served: Served, token: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +97,8 @@ def test_platform_setup_guide_with_this_accounts_connection(
     assert guide["tips"] == list(entry.tips)
     assert guide["auth_type"] == "api_key"
     assert guide["connected"] is True
+    # An active connection the platform has not refused: there and working.
+    assert (guide["has_connection"], guide["has_working_connection"]) == (True, True)
     assert guide["connections"] == [
         {
             "id": world.ids["openai"],
@@ -121,6 +123,11 @@ def test_platform_setup_guide_is_per_account(served: Served, world: World) -> No
     assert [c["id"] for c in slack_b["connections"]] == [world.ids["z_slack"]]
     zendesk = served.ok(world.token_a, "get_platform_setup_guide", {"platform": "zendesk"})
     assert zendesk["connections"][0]["status"] == "error"
+    # A connection in error (and refused by the platform) is there, but not working.
+    assert (zendesk["has_connection"], zendesk["has_working_connection"]) == (True, False)
+    assert zendesk["connected"] is True  # SPEC 4.B: whether the account has connected it
+    for absent in (for_b, slack_a):
+        assert (absent["has_connection"], absent["has_working_connection"]) == (False, False)
 
 
 @pytest.mark.parametrize(
