@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -142,3 +142,46 @@ def test_platform_setup_guide_refusals(
     served: Served, world: World, arguments: dict[str, Any], words: str
 ) -> None:
     assert words in served.refused(world.token_a, "get_platform_setup_guide", arguments)
+
+
+@pytest.mark.parametrize(
+    ("connections", "has", "working"),
+    [
+        ([], False, False),
+        ([("active", None)], True, True),
+        ([("active", "2026-06-01")], True, False),  # the platform refused the grant
+        ([("disconnected", None)], True, False),
+        ([("paused", None)], True, False),
+        ([("error", None), ("active", None)], True, True),
+    ],
+)
+def test_has_working_connection_is_an_active_one_needing_no_reconnecting(
+    monkeypatch: pytest.MonkeyPatch,
+    connections: list[tuple[str, str | None]],
+    has: bool,
+    working: bool,
+) -> None:
+    # Issue 23: `connected` said true for a disconnected or failing connection.
+    from types import SimpleNamespace
+
+    from airoi.auth import Principal
+    from airoi.tools import repository, service
+
+    rows = [
+        SimpleNamespace(
+            id=i + 1, name=None, status=status, last_synced_at=None, reauth_required_at=reauth
+        )
+        for i, (status, reauth) in enumerate(connections)
+    ]
+    monkeypatch.setattr(repository, "list_integrations", lambda *a, **k: (rows, len(rows)))
+    guide = service.platform_setup_guide(
+        None,  # type: ignore[arg-type]
+        cast(Principal, None),
+        platform="openai",
+        pages=service.Pages(APP_URL),
+    )
+    assert (guide.connected, guide.has_connection, guide.has_working_connection) == (
+        has,
+        has,
+        working,
+    )
