@@ -501,3 +501,64 @@ def test_codes_expire(oauth_client: Client, pats: dict[str, str], engine: Engine
     with engine.begin() as conn:
         conn.execute(update(oauth_codes).values(expires_at=utc_now() - timedelta(seconds=1)))
     assert exchange(oauth_client, reg, got["code"], verifier).json()["error"] == "invalid_grant"
+
+
+# --- bounds and the writer ----------------------------------------------------------------
+
+
+def test_the_oauth_writer_writes_only_oauth_tables(db_url: str, pats: dict[str, str]) -> None:
+    from sqlalchemy import text
+
+    from airoi.oauth.store import WriteOutsideOAuth, writer_engine
+
+    writer = writer_engine(Settings(database_url=db_url))
+    try:
+        with writer.begin() as conn:
+            assert conn.execute(select(tokens.c.token_hash)).first() is not None  # reads
+            conn.execute(oauth_codes.delete())  # writes its own tables
+        for statement in (
+            update(tokens).values(revoked_at=None),
+            tokens.delete(),
+            text("DELETE FROM tokens"),
+        ):
+            with pytest.raises(WriteOutsideOAuth), writer.begin() as conn:
+                conn.execute(statement)
+    finally:
+        writer.dispose()
+
+
+def test_registered_clients_are_bounded(
+    oauth_client: Client, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airoi.oauth import store
+
+    monkeypatch.setattr(store, "MAX_CLIENTS", 2)
+    register(oauth_client)
+    register(oauth_client)
+    full = oauth_client.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
+    assert full.status_code == 400
+    assert full.json()["error"] == "invalid_client_metadata"
+    # A client never granted a code is dropped after a day, which makes room.
+    with engine.begin() as conn:
+        conn.execute(update(oauth_clients).values(created_at=utc_now() - timedelta(days=2)))
+    register(oauth_client)
+    with engine.connect() as conn:
+        assert len(conn.execute(select(oauth_clients)).all()) == 1
+
+
+def test_live_grants_per_personal_token_are_bounded(
+    oauth_client: Client, pats: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airoi.oauth import store
+
+    monkeypatch.setattr(store, "MAX_GRANTS_PER_TOKEN", 2)
+    grants = [grant(oauth_client, pats["owner"])[1] for _ in range(3)]
+    # The oldest grant ended when the third began; the two latest read.
+    assert mcp(oauth_client, grants[0]["access_token"]).status_code == 401
+    assert [mcp(oauth_client, g["access_token"]).status_code for g in grants[1:]] == [200, 200]
+
+
+def test_metadata_answers_head(oauth_client: Client) -> None:
+    response = oauth_client.head("/.well-known/oauth-authorization-server")
+    assert response.status_code == 200
+    assert response.content == b""
