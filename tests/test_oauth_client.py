@@ -8,13 +8,19 @@ with its PKCE verifier, lists the tools and calls one, all with the OAuth access
 
 from __future__ import annotations
 
+import json
+import os
+import queue
 import re
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx
+import pytest
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -144,3 +150,111 @@ def test_the_sdk_oauth_client_signs_in_and_calls_a_tool(
         assert secret not in served_log
         assert all(secret not in page for page in person.pages)
     assert person.callback["code"] not in served_log
+
+
+# --- mcp-remote (Node.js), when one is installed ----------------------------------------
+
+MCP_REMOTE = os.environ.get("AIROI_TEST_MCP_REMOTE", "")
+
+
+class StdioPeer:
+    """A stdio MCP server process (mcp-remote), spoken to in JSON-RPC lines."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.stderr: list[str] = []
+        self.authorization_urls: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line)
+            found = re.search(r"(https?://\S+/oauth/authorize\?\S+)", line)
+            if found:
+                self.authorization_urls.put(found.group(1))
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            message = json.loads(line)
+            if message.get("id") == request_id:
+                return message  # type: ignore[no-any-return]
+        raise AssertionError("mcp-remote ended:\n" + "".join(self.stderr[-30:]))
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def browse_and_allow(authorization_url: str, pat: str) -> None:
+    """The person: the sign-in page, the token, Allow, then on to the client's callback."""
+    with httpx.Client(timeout=30) as browser:
+        sign_in = browser.get(authorization_url).headers["location"]
+        page = browser.get(sign_in)
+        fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page.text))
+        fields = {name: value.replace("&amp;", "&") for name, value in fields.items()}
+        origin = "{0.scheme}://{0.netloc}".format(urlsplit(sign_in))
+        allowed = browser.post(
+            f"{origin}/oauth/sign-in",
+            data={**fields, "token": pat, "action": "allow"},
+            headers={"Origin": origin},
+        )
+        assert allowed.status_code == 303, allowed.text
+        assert browser.get(allowed.headers["location"]).status_code == 200
+
+
+@pytest.mark.skipif(not MCP_REMOTE, reason="AIROI_TEST_MCP_REMOTE names no mcp-remote to run")
+@pytest.mark.parametrize("mode", ["header", "oauth"])
+def test_mcp_remote_lists_and_calls(mode: str, db_url: str, engine: Engine, tmp_path: Path) -> None:
+    pat = served_store(tmp_path, engine)
+    with airoi_serve(db_url) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        extra = ["--header", "Authorization:${AIROI_AUTH}"] if mode == "header" else []
+        env = {
+            **os.environ,
+            "AIROI_AUTH": f"Bearer {pat}",
+            "MCP_REMOTE_CONFIG_DIR": str(tmp_path / "mcp-auth"),
+            "BROWSER": "true",  # no browser here: the test is the person at it
+        }
+        peer = StdioPeer([MCP_REMOTE, url, *extra], env)
+        try:
+            peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "test", "version": "1"},
+                    },
+                }
+            )
+            if mode == "oauth":
+                browse_and_allow(peer.authorization_urls.get(timeout=60), pat)
+            assert peer.answer(1)["result"]["serverInfo"]["name"] == "airoi"
+            peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            peer.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            names = {tool["name"] for tool in peer.answer(2)["result"]["tools"]}
+            assert "list_initiatives" in names
+            call = {"name": "list_initiatives", "arguments": {}}
+            peer.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+            result = peer.answer(3)["result"]
+            assert not result.get("isError")
+            assert "Ticket triage" in result["content"][0]["text"]
+        finally:
+            peer.stop()
+        assert pat not in "".join(peer.stderr)
