@@ -67,6 +67,11 @@ class SignInPage:
         # A key of the sign-in page's own: the secret also signs cursors.
         return hmac.new(secret, b"airoi oauth sign-in v1", hashlib.sha256).digest()
 
+    async def _ready(self) -> None:
+        """The signing key read (once, in a worker thread: the store may be slow to answer)."""
+        if self._key is None:
+            await to_thread.run_sync(self._signing_key)
+
     def _signing_key(self) -> bytes:
         if self._key is None:
             with self._engine.connect() as conn:
@@ -82,8 +87,9 @@ class SignInPage:
 
     # --- the request, signed -----------------------------------------------------------
 
-    def url_for(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+    async def url_for(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         """The sign-in page for a request the authorization endpoint found good."""
+        await self._ready()
         base = self._base()
         fields = {
             "client_id": client.client_id,
@@ -118,6 +124,7 @@ class SignInPage:
     # --- the page ----------------------------------------------------------------------
 
     async def handle(self, request: Request) -> Response:
+        await self._ready()
         if request.method == "GET":
             fields = self._request_of(request.query_params)
             if fields is None:

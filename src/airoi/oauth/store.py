@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -70,8 +69,6 @@ from airoi.db.engine import make_engine
 from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
-
-log = logging.getLogger("airoi.oauth")
 
 OAUTH_TABLES = frozenset({oauth_clients.name, oauth_codes.name, oauth_tokens.name})
 MAX_CLIENTS = 10_000
@@ -223,7 +220,9 @@ class OAuthStore:
         self._engine: Engine | None = None
         self._lock = threading.Lock()
         # Made by airoi.oauth.routes: the URL of the sign-in page for a pending request.
-        self.sign_in_url: Callable[[OAuthClientInformationFull, AuthorizationParams], str]
+        self.sign_in_url: Callable[
+            [OAuthClientInformationFull, AuthorizationParams], Awaitable[str]
+        ]
 
     @property
     def engine(self) -> Engine:
@@ -335,7 +334,7 @@ class OAuthStore:
         if params.resource is not None and params.resource.rstrip("/") != expected:
             # RFC 8707: a token is only issued for this server's /mcp.
             raise AuthorizeError("invalid_target", f"The resource must be {expected}.")
-        return self.sign_in_url(client, params)
+        return await self.sign_in_url(client, params)
 
     def issue_code(
         self,
