@@ -562,3 +562,16 @@ def test_metadata_answers_head(oauth_client: Client) -> None:
     response = oauth_client.head("/.well-known/oauth-authorization-server")
     assert response.status_code == 200
     assert response.content == b""
+
+
+def test_a_grant_keeps_two_refresh_tokens_however_often_it_refreshes(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    reg, issued = grant(oauth_client, pats["owner"])
+    for _ in range(4):
+        issued = refresh(oauth_client, reg, issued["refresh_token"]).json()
+    with engine.connect() as conn:
+        kinds = sorted(row.kind for row in conn.execute(select(oauth_tokens)))
+    # The live access and refresh tokens, and the last refresh token used (to tell a replay).
+    assert kinds == ["access", "refresh", "refresh"]
+    assert mcp(oauth_client, issued["access_token"]).status_code == 200

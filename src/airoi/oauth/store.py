@@ -511,6 +511,15 @@ class OAuthStore:
         scopes: list[str],
     ) -> OAuthToken:
         def write(conn: Connection) -> OAuthToken:
+            # Only the grant's latest used refresh token is kept (to tell a replay of it), so
+            # a grant holds two refresh tokens at most, however often it is refreshed.
+            conn.execute(
+                delete(oauth_tokens).where(
+                    oauth_tokens.c.grant_id == refresh_token.grant_id,
+                    oauth_tokens.c.kind == "refresh",
+                    oauth_tokens.c.used_at.is_not(None),
+                )
+            )
             used = conn.execute(
                 update(oauth_tokens)
                 .where(
