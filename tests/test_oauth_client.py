@@ -110,7 +110,8 @@ def test_the_sdk_oauth_client_signs_in_and_calls_a_tool(
 ) -> None:
     pat = served_store(tmp_path, engine)
     log = tmp_path / "serve.log"
-    with airoi_serve(db_url, stderr_to=log) as port:
+    # Two workers: each step may land on either, so what a grant needs lives in the store.
+    with airoi_serve(db_url, "--workers", "2", stderr_to=log) as port:
         mcp_url = f"http://127.0.0.1:{port}/mcp"
         person = Person(pat)
         storage = MemoryStorage()
