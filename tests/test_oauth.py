@@ -257,7 +257,11 @@ def test_registration_keeps_only_the_secrets_hash(oauth_client: Client, engine: 
 
 def test_registration_body_is_bounded(oauth_client: Client) -> None:
     big = {"redirect_uris": [REDIRECT], "client_name": "x" * 20_000}
-    assert oauth_client.post("/oauth/register", json=big).status_code == 413
+    response = oauth_client.post("/oauth/register", json=big)
+    assert response.status_code == 413
+    assert response.json()["error"]["status"] == 413
+    form = oauth_client.post("/oauth/token", data={"grant_type": "x" * 10_000})
+    assert form.status_code == 413
 
 
 # --- authorization -------------------------------------------------------------------------
