@@ -348,7 +348,7 @@ def test_a_bad_token_is_asked_again_and_deny_goes_back(
     location = authorize(oauth_client, reg, challenge).headers["location"]
     wrong = "airoi_" + "w" * 43
     bad = sign_in(oauth_client, location, wrong)
-    assert bad.status_code == 401
+    assert bad.status_code == 400
     assert "The token is not valid." in bad.text
     assert wrong not in bad.text and wrong not in caplog.text
     no_api = sign_in(oauth_client, location, pats["no_api"])

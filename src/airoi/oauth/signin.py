@@ -173,7 +173,10 @@ class SignInPage:
         try:
             await to_thread.run_sync(self._check, token)
         except ApiError as refusal:
-            return await self._form(fields, nonce, refusal.message, refusal.status)
+            # The page asks again: 400 for a token that is not good (a 401 would need a
+            # WWW-Authenticate challenge, and the page is no bearer resource), 403 as the API.
+            status = 403 if refusal.status == 403 else 400
+            return await self._form(fields, nonce, refusal.message, status)
         try:
             code = await to_thread.run_sync(
                 self._store.issue_code,
