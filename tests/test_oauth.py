@@ -353,6 +353,8 @@ def test_a_bad_token_is_asked_again_and_deny_goes_back(
     assert wrong not in bad.text and wrong not in caplog.text
     no_api = sign_in(oauth_client, location, pats["no_api"])
     assert no_api.status_code == 403
+    # Pasted as the header's value, the token is still taken.
+    assert code_of(sign_in(oauth_client, location, f"Bearer {pats['owner']}"))["code"]
     denied = code_of(sign_in(oauth_client, location, "", action="deny"))
     assert denied == {"error": "access_denied", "state": "st-123", "iss": BASE}
 

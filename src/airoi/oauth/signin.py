@@ -168,6 +168,8 @@ class SignInPage:
             )
         token = form.get("token")
         token = token.strip() if isinstance(token, str) else ""
+        if token[:7].lower() == "bearer ":  # pasted as the header's value
+            token = token[7:].strip()
         if not token or len(token) > MAX_TOKEN_LENGTH:
             return await self._form(fields, nonce, "Paste a personal access token.", 400)
         try:
