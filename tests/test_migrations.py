@@ -147,3 +147,23 @@ def test_revision_0005_makes_the_stores_secret_and_downgrade_drops_it(engine: En
     after = secrets_held()
     assert after is not None and len(after[0]) == 32
     assert after != before
+
+
+def test_revision_0008_adds_the_oauth_tables_and_downgrade_drops_them(engine: Engine) -> None:
+    from sqlalchemy import inspect
+
+    from airoi.db.migrate import alembic_config, upgrade
+
+    oauth = {"oauth_clients", "oauth_codes", "oauth_tokens"}
+
+    def held() -> set[str]:
+        with engine.connect() as conn:
+            return oauth & set(inspect(conn).get_table_names())
+
+    assert held() == oauth
+    try:
+        command.downgrade(alembic_config(engine), "0006")
+        assert held() == set()
+    finally:
+        upgrade(engine)
+    assert held() == oauth

@@ -77,6 +77,7 @@ from airoi.failures import (
 from airoi.health import healthz, readyz
 from airoi.listing import Cursors
 from airoi.logs import configure_logging
+from airoi.oauth import OAuthRoutes, authenticate_mcp, base_url, challenge, resource_of
 from airoi.observability import (
     Metrics,
     RequestContext,
@@ -91,6 +92,7 @@ from airoi.settings import Settings
 from airoi.store import StoreGate, read_in_place, size_worker_threads
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
+from airoi.tools.server import MCP_PATH
 
 log = logging.getLogger("airoi")
 API_PREFIX = "/api/v1"
@@ -132,6 +134,19 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
+        try:
+            return await self._authenticate(connection)
+        except ApiError as refusal:
+            # /mcp's 401 also says where its protected resource metadata is (RFC 9728), so
+            # an OAuth client can find how to get a token (airoi.oauth).
+            if refusal.status == 401 and connection.scope["path"] == MCP_PATH:
+                settings: Settings = connection.app.state.settings
+                refusal.headers["WWW-Authenticate"] = challenge(connection.scope, settings)
+            raise
+
+    async def _authenticate(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
         engine: Engine = connection.app.state.engine
         # SEMANTICS R29: no token, or no bearer one, is a 401 before the store is asked (with
         # the store away it would otherwise be a 503).
@@ -145,12 +160,19 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         gate: StoreGate = connection.app.state.store_gate
         context.leave_gate = await gate.enter()
         keep = connection.scope["path"].startswith(f"{API_PREFIX}/")
+        # /mcp also takes OAuth access tokens issued for it, bound to its resource identifier
+        # as this request reached it (airoi.oauth).
+        mcp = connection.scope["path"] == MCP_PATH
+        base = base_url(connection.scope, connection.app.state.settings) if mcp else None
+        resource = resource_of(base) if base else None
         if read_in_place(engine.dialect):
             # A file on this machine: the lookup (about 45 µs) never waits on a server, and a
             # hop to a worker thread and back cost several times that (airoi.store).
-            principal = _look_up(context, engine, authorization, keep)
+            principal = _look_up(context, engine, authorization, keep, mcp, resource)
         else:
-            principal = await to_thread.run_sync(_look_up, context, engine, authorization, keep)
+            principal = await to_thread.run_sync(
+                _look_up, context, engine, authorization, keep, mcp, resource
+            )
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
         # Keyed by the token's hash, never the token (SEMANTICS R15).
@@ -169,11 +191,18 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
 
 
 def _look_up(
-    context: RequestContext, engine: Engine, authorization: str | None, keep: bool
+    context: RequestContext,
+    engine: Engine,
+    authorization: str | None,
+    keep: bool,
+    mcp: bool = False,
+    resource: str | None = None,
 ) -> Principal:
     """In a worker thread: the token's principal, read on the request's connection, which is
     kept for the handler when `keep` (and returned otherwise)."""
     try:
+        if mcp:
+            return authenticate_mcp(context.hold(engine), authorization, resource)
         return authenticate(context.hold(engine), authorization)
     finally:
         if not keep:
@@ -470,6 +499,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     )
     # SPEC 4.B: /mcp behind the same token middleware; its session manager runs in the lifespan.
     mcp = mcp_endpoint(engine, settings)
+    oauth = OAuthRoutes(engine, settings)  # OAuth 2.1 for /mcp (airoi.oauth)
     metrics = Metrics.from_env()
     app = Litestar(
         route_handlers=[
@@ -477,12 +507,14 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
             openapi_description,
             api_index,
             mcp.route_handler,
+            *oauth.route_handlers,
             healthz,
             readyz,
             metrics_endpoint,
         ],
         lifespan=[mcp.lifespan],
         on_startup=[size_worker_threads],
+        on_shutdown=[oauth.close],
         middleware=[
             served_methods_first,  # outermost: 405 before 401 (SEMANTICS R30)
             DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),

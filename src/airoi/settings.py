@@ -91,6 +91,25 @@ def header_timeout_from_env(value: str | None) -> float:
     return seconds
 
 
+PUBLIC_URL_ENV = "AIROI_PUBLIC_URL"
+_PUBLIC_URL = re.compile(r"https?://([a-z0-9.-]{1,253}|\[[0-9a-f:.]{2,45}\])(:[0-9]{1,5})?")
+
+
+def public_url_from_env(value: str | None) -> str | None:
+    """AIROI_PUBLIC_URL: where clients reach this service (scheme, host, port; no path), the
+    OAuth issuer and the base of /mcp's resource identifier (airoi.oauth). None: taken from
+    each request's Host."""
+    if not value:
+        return None
+    url = value.strip().rstrip("/").lower()
+    if not _PUBLIC_URL.fullmatch(url):
+        raise ValueError(
+            f"{PUBLIC_URL_ENV} takes a URL such as https://roi.example.com (scheme, host and "
+            f"port, no path), not {value[:80]!r}"
+        )
+    return url
+
+
 def _one_of(name: str, value: str | None, choices: tuple[str, ...], default: str) -> str:
     if not value:
         return default
@@ -153,6 +172,8 @@ class Settings:
     log_level: str = DEFAULT_LOG_LEVEL
     # SEMANTICS R30: origins whose pages may read the API (airoi.cors); none by default.
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
+    # Where clients reach the service (the OAuth issuer, airoi.oauth); None: each request's Host.
+    public_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -173,6 +194,7 @@ class Settings:
             ),
             log_level=_one_of(LOG_LEVEL_ENV, env.get(LOG_LEVEL_ENV), LOG_LEVELS, DEFAULT_LOG_LEVEL),
             cors_origins=parse_origins(env.get("AIROI_CORS_ORIGINS")),
+            public_url=public_url_from_env(env.get(PUBLIC_URL_ENV)),
         )
 
     def with_(self, **changes: object) -> Settings:

@@ -441,3 +441,54 @@ store_secret = Table(
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("secret", LargeBinary(64), nullable=False),
 )
+
+# OAuth 2.1 for the tool endpoint (airoi.oauth): the only tables the service itself writes,
+# through a writer engine held to them. No foreign key to `tokens` or `users`: a load replaces
+# those, and an OAuth grant is checked against its personal token (by hash) at every use.
+oauth_clients = Table(
+    "oauth_clients",
+    metadata,
+    Column("client_id", String(64), primary_key=True),
+    # SHA-256 of the client secret, for a client registered with one.
+    Column("secret_hash", String(64)),
+    # The registered metadata (RFC 7591) as JSON, without the secret.
+    Column("registration", Text, nullable=False),
+    Column("created_at", Timestamp(), nullable=False),
+    # When the client was first granted a code: one never granted is removed after a day.
+    Column("granted_at", Timestamp()),
+    Index("ix_oauth_clients_created_at", "created_at"),
+)
+
+oauth_codes = Table(
+    "oauth_codes",
+    metadata,
+    Column("code_hash", String(64), primary_key=True),
+    Column("client_id", String(64), ForeignKey("oauth_clients.client_id"), nullable=False),
+    # SHA-256 of the personal access token pasted on the sign-in page (tokens.token_hash).
+    Column("pat_hash", String(64), nullable=False),
+    Column("redirect_uri", Text, nullable=False),
+    Column("code_challenge", String(128), nullable=False),
+    Column("resource", Text, nullable=False),
+    Column("scopes", String(200), nullable=False),
+    Column("expires_at", Timestamp(), nullable=False),
+    Index("ix_oauth_codes_expires_at", "expires_at"),
+)
+
+oauth_tokens = Table(
+    "oauth_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("kind", String(8), nullable=False),  # access or refresh
+    # One authorization: the tokens issued from one code and its refreshes.
+    Column("grant_id", String(64), nullable=False),
+    Column("client_id", String(64), ForeignKey("oauth_clients.client_id"), nullable=False),
+    Column("pat_hash", String(64), nullable=False),
+    Column("resource", Text, nullable=False),
+    Column("scopes", String(200), nullable=False),
+    Column("expires_at", Timestamp(), nullable=False),
+    # A refresh token once exchanged; presented again, its whole grant is ended.
+    Column("used_at", Timestamp()),
+    Index("ix_oauth_tokens_grant_id", "grant_id"),
+    Index("ix_oauth_tokens_pat_hash", "pat_hash"),
+    Index("ix_oauth_tokens_expires_at", "expires_at"),
+)

@@ -1,0 +1,231 @@
+"""The OAuth routes, each an ASGI route of the app, public (no bearer token asked).
+
+| Route | Methods | What |
+| --- | --- | --- |
+| /.well-known/oauth-protected-resource[/mcp] | GET | RFC 9728 metadata of /mcp |
+| /.well-known/oauth-authorization-server | GET | RFC 8414 metadata |
+| /oauth/register | POST | RFC 7591 dynamic client registration (SDK handler) |
+| /oauth/authorize | GET | authorization request, checked by the SDK, then to the sign-in page |
+| /oauth/sign-in | GET, POST | the page where a person pastes a personal access token |
+| /oauth/token | POST | code (PKCE S256) and refresh token exchange (SDK handler) |
+
+SEMANTICS R30 holds for them as for every route: another method is 405 with Allow, before
+anything else. Bodies are bounded (the SDK's limit middleware), and nothing a client sends
+as a secret reaches a URL or a log line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any
+from urllib.parse import unquote
+
+from litestar import asgi
+from litestar.handlers import ASGIRouteHandler
+from litestar.types import Receive, Scope, Send
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
+from mcp.server.auth.settings import ClientRegistrationOptions
+from mcp.server.transport_security import RequestBodyLimitMiddleware
+from mcp.shared.auth import OAuthClientInformationFull
+from sqlalchemy import Engine
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import request_response
+
+from airoi.errors import ApiError
+from airoi.oauth.signin import SignInPage
+from airoi.oauth.store import SCOPE, OAuthStore, digest
+from airoi.oauth.urls import (
+    AUTHORIZATION_SERVER_PATH,
+    MCP_PATH,
+    PROTECTED_RESOURCE_PATH,
+    base_url,
+    resource_of,
+)
+from airoi.settings import Settings
+
+AUTHORIZE_PATH = "/oauth/authorize"
+TOKEN_PATH = "/oauth/token"  # noqa: S105 - a path
+REGISTER_PATH = "/oauth/register"
+SIGN_IN_PATH = "/oauth/sign-in"
+# The bodies these routes take: a registration is a few hundred bytes of JSON, a token
+# request or the sign-in form less than that.
+REGISTER_MAX_BODY = 16 * 1024
+FORM_MAX_BODY = 8 * 1024
+# airoi.app's opt keys: no token asked; the methods an ASGI route serves (R30).
+PUBLIC_OPT = "public"
+SERVED_METHODS_OPT = "served_methods"
+
+ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
+_BASE: ContextVar[str] = ContextVar("airoi_oauth_base")
+
+
+def current_base() -> str:
+    return _BASE.get()
+
+
+class HashedSecretAuthenticator(ClientAuthenticator):
+    """The SDK's client authentication at the token endpoint, against the hash of the client
+    secret that is all the store keeps (RegisteredClient.client_secret holds it)."""
+
+    async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
+        form = await request.form()
+        client_id = form.get("client_id")
+        if not isinstance(client_id, str) or not client_id:
+            raise AuthenticationError("Missing client_id")
+        client = await self.provider.get_client(client_id)
+        if client is None:
+            raise AuthenticationError("Invalid client_id")
+        given: str | None = None
+        method = client.token_endpoint_auth_method
+        if method == "client_secret_basic":
+            header = request.headers.get("Authorization", "")
+            if not header.startswith("Basic "):
+                raise AuthenticationError("Missing Basic authentication")
+            try:
+                decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+            except (ValueError, binascii.Error, UnicodeDecodeError):
+                raise AuthenticationError("Invalid Basic authentication") from None
+            basic_id, colon, secret = decoded.partition(":")
+            if not colon or unquote(basic_id) != client_id:
+                raise AuthenticationError("Invalid Basic authentication")
+            given = unquote(secret)
+        elif method == "client_secret_post":
+            posted = form.get("client_secret")
+            given = posted if isinstance(posted, str) else None
+        elif method != "none":
+            raise AuthenticationError("Unsupported client authentication method")
+        if method != "none":
+            if not client.client_secret or not given:
+                raise AuthenticationError("Client secret is required")
+            if not hmac.compare_digest(client.client_secret, digest(given)):
+                raise AuthenticationError("Invalid client_secret")
+        return client
+
+
+def bounded(app: Any, max_body: int) -> Any:
+    """`app` taking bodies of at most `max_body` bytes: a larger declared length is refused
+    413 with SPEC 7's body; a chunked body is cut by the SDK's limit as it arrives."""
+    limited = RequestBodyLimitMiddleware(app, max_body)
+
+    async def guard(scope: Any, receive: Any, send: Any) -> None:
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > max_body:
+                raise ApiError(413, f"The request body is larger than {max_body} bytes.")
+        await limited(scope, receive, send)
+
+    return guard
+
+
+def _json(body: dict[str, Any], cache: str = "no-store") -> Response:
+    return Response(
+        json.dumps(body, separators=(",", ":")),
+        media_type="application/json",
+        headers={"Cache-Control": cache},
+    )
+
+
+def protected_resource_metadata(base: str) -> dict[str, Any]:
+    return {
+        "resource": resource_of(base),
+        "authorization_servers": [base],
+        "scopes_supported": [SCOPE],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "airoi",
+    }
+
+
+def authorization_server_metadata(base: str) -> dict[str, Any]:
+    return {
+        "issuer": base,
+        "authorization_endpoint": base + AUTHORIZE_PATH,
+        "token_endpoint": base + TOKEN_PATH,
+        "registration_endpoint": base + REGISTER_PATH,
+        "scopes_supported": [SCOPE],
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_methods_supported": [
+            "client_secret_post",
+            "client_secret_basic",
+            "none",
+        ],
+        "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": True,
+    }
+
+
+class OAuthRoutes:
+    """The OAuth route handlers of one app, and the store behind them."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        self.settings = settings
+        self.store = OAuthStore(settings, lambda: resource_of(current_base()))
+        self.page = SignInPage(engine, settings, self.store, current_base)
+        self.store.sign_in_url = self.page.url_for
+        registration = RegistrationHandler(
+            self.store,
+            ClientRegistrationOptions(enabled=True, valid_scopes=None, default_scopes=[SCOPE]),
+        )
+        token = TokenHandler(self.store, HashedSecretAuthenticator(self.store))
+        authorize = AuthorizationHandler(self.store)
+        self.route_handlers: list[ASGIRouteHandler] = [
+            self._route(PROTECTED_RESOURCE_PATH, ("GET",), self._protected_resource),
+            self._route(PROTECTED_RESOURCE_PATH + MCP_PATH, ("GET",), self._protected_resource),
+            self._route(AUTHORIZATION_SERVER_PATH, ("GET",), self._authorization_server),
+            self._route(
+                REGISTER_PATH,
+                ("POST",),
+                bounded(request_response(registration.handle), REGISTER_MAX_BODY),
+            ),
+            self._route(AUTHORIZE_PATH, ("GET",), request_response(authorize.handle)),
+            self._route(
+                TOKEN_PATH,
+                ("POST",),
+                bounded(request_response(token.handle), FORM_MAX_BODY),
+            ),
+            self._route(
+                SIGN_IN_PATH,
+                ("GET", "POST"),
+                bounded(request_response(self.page.handle), FORM_MAX_BODY),
+            ),
+        ]
+
+    async def _protected_resource(self, scope: Any, receive: Any, send: Any) -> None:
+        await _json(protected_resource_metadata(current_base()))(scope, receive, send)
+
+    async def _authorization_server(self, scope: Any, receive: Any, send: Any) -> None:
+        await _json(authorization_server_metadata(current_base()))(scope, receive, send)
+
+    def _route(self, path: str, methods: tuple[str, ...], app: Any) -> ASGIRouteHandler:
+        settings = self.settings
+
+        @asgi(
+            path,
+            copy_scope=True,
+            name=f"oauth:{path}",
+            opt={PUBLIC_OPT: True, SERVED_METHODS_OPT: methods},
+        )
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            base = base_url(scope, settings)
+            if base is None:
+                raise ApiError(404, "No such route.")
+            # A route is matched with or without a trailing slash; the SDK's handlers read
+            # nothing of the path.
+            reset = _BASE.set(base)
+            try:
+                await app(scope, receive, send)
+            finally:
+                _BASE.reset(reset)
+
+        return serve
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,588 @@
+"""The OAuth state in the store, and the SDK's provider protocol over it.
+
+Everything a grant needs between two requests lives in the oauth_* tables (migration 0008),
+so that any worker of a store can answer any step: registered clients, codes not yet
+exchanged, access and refresh tokens. Every secret (client secret, code, token) is kept
+only as its SHA-256; each carries 256 random bits, so one hash is enough (as for personal
+tokens, airoi.tokens).
+
+Writing. The app's engine is read-only (airoi.db.engine), so that no handler can write. OAuth
+has to write, so it has a writer engine of its own, made on first use and held to the OAuth
+tables: every statement it runs is checked before it runs (`_only_oauth_writes`), and an
+INSERT, UPDATE or DELETE of any other table, or text SQL, is refused. A database role with
+rights on those tables alone would be stronger; it is the operator's to make (the service is
+given one database URL), so the check lives in the code beside the only code that writes.
+On a read-only hot standby these writes fail, and the OAuth steps that write answer 503.
+
+Bounds: at most MAX_CLIENTS registered clients (one never granted a code is removed after
+a day), at most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends),
+codes live CODE_SECONDS, access tokens ACCESS_SECONDS, refresh tokens REFRESH_SECONDS;
+expired rows are removed as new ones are written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from anyio import to_thread
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    IdentityAssertionParams,
+    RefreshToken,
+    RegistrationError,
+    TokenError,
+)
+from mcp.shared.auth import (
+    InvalidRedirectUriError,
+    OAuthClientInformationFull,
+    OAuthToken,
+)
+from pydantic import AnyUrl
+from sqlalchemy import (
+    Connection,
+    Delete,
+    Engine,
+    Insert,
+    Update,
+    and_,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.sql import Select
+
+from airoi.db.engine import make_engine
+from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
+from airoi.settings import Settings
+from airoi.timeutil import utc_now
+
+OAUTH_TABLES = frozenset({oauth_clients.name, oauth_codes.name, oauth_tokens.name})
+MAX_CLIENTS = 10_000
+UNGRANTED_CLIENT_SECONDS = 86_400
+MAX_GRANTS_PER_TOKEN = 50
+CODE_SECONDS = 300
+ACCESS_SECONDS = 3_600
+REFRESH_SECONDS = 30 * 86_400
+MAX_REDIRECT_URIS = 10
+MAX_URI_LENGTH = 2_000
+MAX_STATE_LENGTH = 1_000
+SCOPE = "mcp"  # the one scope granted: the tools of SPEC 4.B, read-only
+# Prefixes that tell the kinds apart (and from a personal token, "airoi_") in a log or a paste.
+ACCESS_PREFIX = "airoi-at_"
+REFRESH_PREFIX = "airoi-rt_"
+CODE_PREFIX = "airoi-ac_"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def new_secret(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(32)
+
+
+def _epoch(moment: datetime) -> int:
+    return int((moment - datetime(1970, 1, 1)).total_seconds())
+
+
+class WriteOutsideOAuth(Exception):
+    """The OAuth writer engine was asked to write a table that is not OAuth's."""
+
+
+def _only_oauth_writes(
+    conn: Connection, clause: Any, multiparams: Any, params: Any, options: Any
+) -> None:
+    if isinstance(clause, Select):
+        return
+    if isinstance(clause, Insert | Update | Delete) and clause.table.name in OAUTH_TABLES:  # type: ignore[union-attr]
+        return
+    raise WriteOutsideOAuth("the OAuth writer runs selects and writes of the oauth_* tables only")
+
+
+def writer_engine(settings: Settings) -> Engine:
+    engine = make_engine(settings.database_url, statement_timeout_ms=settings.statement_timeout_ms)
+    event.listen(engine, "before_execute", _only_oauth_writes)
+    return engine
+
+
+class Refused(Exception):
+    """An SDK error (TokenError, RegistrationError) raised inside a transaction."""
+
+    def __init__(self, error: TokenError | RegistrationError) -> None:
+        super().__init__(error.error)
+        self.error = error
+
+
+class RegisteredClient(OAuthClientInformationFull):
+    """A client as the SDK's handlers see it: `client_secret` holds the secret's hash (the
+    token endpoint's authenticator compares hashes, airoi.oauth.routes), every request is
+    granted the one scope, and the redirect URI must be given and registered exactly."""
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        return [SCOPE]
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        if redirect_uri is None:
+            raise InvalidRedirectUriError("redirect_uri is required.")
+        if str(redirect_uri) not in {str(uri) for uri in self.redirect_uris or ()}:
+            raise InvalidRedirectUriError("redirect_uri is not one registered for this client.")
+        return redirect_uri
+
+
+class PendingCode(AuthorizationCode):
+    pat_hash: str
+
+
+class HeldRefreshToken(RefreshToken):
+    pat_hash: str
+    grant_id: str
+
+
+def redirect_uri_refusal(uri: str) -> str | None:
+    """Why a redirect URI cannot be registered (https, or http on a loopback host), or None."""
+    from urllib.parse import urlsplit
+
+    if len(uri) > MAX_URI_LENGTH:
+        return f"A redirect URI is longer than {MAX_URI_LENGTH} characters."
+    parts = urlsplit(uri)
+    if parts.fragment or "#" in uri:
+        return "A redirect URI must not have a fragment."
+    host = (parts.hostname or "").lower()
+    if parts.scheme == "https" and host:
+        return None
+    if parts.scheme == "http" and (host in LOOPBACK_HOSTS or f"[{host}]" in LOOPBACK_HOSTS):
+        return None
+    return "A redirect URI must be https, or http on a loopback host (127.0.0.1, localhost, [::1])."
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The personal token behind a grant, as it stands now."""
+
+    user_id: int
+    account_id: int
+    usable: bool  # not revoked, not expired, its user not removed
+    api_access: bool
+
+
+def _holder_query() -> Select[Any]:
+    return (
+        select(
+            tokens.c.expires_at,
+            tokens.c.revoked_at,
+            users.c.id,
+            users.c.removed_at,
+            accounts.c.id,
+            accounts.c.api_access,
+        )
+        .join(users, users.c.id == tokens.c.user_id)
+        .join(accounts, accounts.c.id == users.c.account_id)
+    )
+
+
+def holder_of(conn: Connection, pat_hash: str, now: datetime) -> Holder | None:
+    row = conn.execute(_holder_query().where(tokens.c.token_hash == pat_hash)).first()
+    if row is None:
+        return None
+    expires_at, revoked_at, user_id, removed_at, account_id, api_access = row
+    usable = revoked_at is None and (expires_at is None or expires_at > now) and removed_at is None
+    return Holder(user_id, account_id, usable, bool(api_access))
+
+
+class OAuthStore:
+    """The SDK's OAuthAuthorizationServerProvider over the store, for one app.
+
+    `resource` says, for the request being answered, the resource identifier of its /mcp
+    (RFC 8707): it depends on the Host the request came to unless AIROI_PUBLIC_URL fixes it.
+    """
+
+    def __init__(self, settings: Settings, resource: Callable[[], str]) -> None:
+        self._settings = settings
+        self._resource = resource
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+        # Made by airoi.oauth.routes: the URL of the sign-in page for a pending request.
+        self.sign_in_url: Callable[
+            [OAuthClientInformationFull, AuthorizationParams], Awaitable[str]
+        ]
+
+    @property
+    def engine(self) -> Engine:
+        with self._lock:
+            if self._engine is None:
+                self._engine = writer_engine(self._settings)
+            return self._engine
+
+    def close(self) -> None:
+        with self._lock:
+            if self._engine is not None:
+                self._engine.dispose()
+                self._engine = None
+
+    async def _write(self, work: Callable[[Connection], T]) -> T:
+        def run() -> T:
+            with self.engine.begin() as conn:
+                return work(conn)
+
+        try:
+            return await to_thread.run_sync(run)
+        except Refused as refused:
+            # The SDK's errors are frozen dataclasses, which a context manager cannot give a
+            # traceback to: raised out here, after the transaction rolled back.
+            raise refused.error from None
+
+    # --- clients (RFC 7591) -----------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if not 1 <= len(client_id) <= 64:
+            return None
+
+        def read(conn: Connection) -> OAuthClientInformationFull | None:
+            row = conn.execute(
+                select(oauth_clients.c.secret_hash, oauth_clients.c.registration).where(
+                    oauth_clients.c.client_id == client_id
+                )
+            ).first()
+            if row is None:
+                return None
+            return RegisteredClient.model_validate(
+                {
+                    **json.loads(row.registration),
+                    "client_id": client_id,
+                    "client_secret": row.secret_hash,
+                }
+            )
+
+        return await self._write(read)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        uris = [str(uri) for uri in client_info.redirect_uris or ()]
+        if not uris or len(uris) > MAX_REDIRECT_URIS:
+            raise RegistrationError(
+                "invalid_redirect_uri", f"Give from 1 to {MAX_REDIRECT_URIS} redirect URIs."
+            )
+        for uri in uris:
+            refusal = redirect_uri_refusal(uri)
+            if refusal is not None:
+                raise RegistrationError("invalid_redirect_uri", refusal)
+        registration = client_info.model_dump(
+            mode="json",
+            exclude_none=True,
+            exclude={"client_id", "client_secret"},
+        )
+        secret = client_info.client_secret
+        now = utc_now()
+
+        def write(conn: Connection) -> None:
+            conn.execute(
+                delete(oauth_clients).where(
+                    oauth_clients.c.granted_at.is_(None),
+                    oauth_clients.c.created_at < now - timedelta(seconds=UNGRANTED_CLIENT_SECONDS),
+                    ~select(oauth_codes.c.code_hash)
+                    .where(oauth_codes.c.client_id == oauth_clients.c.client_id)
+                    .exists(),
+                )
+            )
+            count = conn.execute(select(func.count()).select_from(oauth_clients)).scalar_one()
+            if count >= MAX_CLIENTS:
+                raise Refused(
+                    RegistrationError(
+                        "invalid_client_metadata",
+                        "This server holds as many registered clients as it takes; try later.",
+                    )
+                )
+            conn.execute(
+                insert(oauth_clients).values(
+                    client_id=client_info.client_id,
+                    secret_hash=digest(secret) if secret else None,
+                    registration=json.dumps(registration, separators=(",", ":")),
+                    created_at=now,
+                    granted_at=None,
+                )
+            )
+
+        await self._write(write)
+
+    # --- authorization (the sign-in page makes the code) -------------------------------
+
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
+        if len(params.state or "") > MAX_STATE_LENGTH:
+            raise AuthorizeError("invalid_request", "The state is too long.")
+        if not 43 <= len(params.code_challenge) <= 128:
+            raise AuthorizeError("invalid_request", "The code_challenge is not an S256 challenge.")
+        expected = self._resource()
+        if params.resource is not None and params.resource.rstrip("/") != expected:
+            # RFC 8707: a token is only issued for this server's /mcp.
+            raise AuthorizeError("invalid_target", f"The resource must be {expected}.")
+        return await self.sign_in_url(client, params)
+
+    def issue_code(
+        self,
+        client_id: str,
+        redirect_uri: str,
+        code_challenge: str,
+        resource: str,
+        pat_hash: str,
+    ) -> str:
+        """A code for a personal token the sign-in page found good (in a worker thread)."""
+        code = new_secret(CODE_PREFIX)
+        now = utc_now()
+        with self.engine.begin() as conn:
+            conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
+            granted = conn.execute(
+                update(oauth_clients)
+                .where(oauth_clients.c.client_id == client_id)
+                .values(granted_at=func.coalesce(oauth_clients.c.granted_at, now))
+            )
+            if not granted.rowcount:
+                raise LookupError("the client is no longer registered")
+            conn.execute(
+                insert(oauth_codes).values(
+                    code_hash=digest(code),
+                    client_id=client_id,
+                    pat_hash=pat_hash,
+                    redirect_uri=redirect_uri,
+                    code_challenge=code_challenge,
+                    resource=resource,
+                    scopes=SCOPE,
+                    expires_at=now + timedelta(seconds=CODE_SECONDS),
+                )
+            )
+        return code
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> PendingCode | None:
+        def read(conn: Connection) -> PendingCode | None:
+            row = conn.execute(
+                select(oauth_codes).where(
+                    oauth_codes.c.code_hash == digest(authorization_code),
+                    oauth_codes.c.client_id == client.client_id,
+                )
+            ).first()
+            if row is None:
+                return None
+            return PendingCode(
+                code=authorization_code,
+                scopes=row.scopes.split(),
+                expires_at=float(_epoch(row.expires_at)),
+                client_id=row.client_id,
+                code_challenge=row.code_challenge,
+                redirect_uri=AnyUrl(row.redirect_uri),
+                redirect_uri_provided_explicitly=True,
+                resource=row.resource,
+                pat_hash=row.pat_hash,
+            )
+
+        return await self._write(read)
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: PendingCode
+    ) -> OAuthToken:
+        def write(conn: Connection) -> OAuthToken:
+            # One use: the code is gone before tokens are made, so two exchanges of it
+            # (two workers) cannot both succeed.
+            taken = conn.execute(
+                delete(oauth_codes).where(
+                    oauth_codes.c.code_hash == digest(authorization_code.code)
+                )
+            )
+            if taken.rowcount != 1:
+                raise Refused(TokenError("invalid_grant", "The authorization code has been used."))
+            return self._grant(
+                conn,
+                client.client_id,
+                authorization_code.pat_hash,
+                authorization_code.resource or self._resource(),
+                secrets.token_hex(16),
+            )
+
+        return await self._write(write)
+
+    def _grant(
+        self, conn: Connection, client_id: str, pat_hash: str, resource: str, grant_id: str
+    ) -> OAuthToken:
+        now = utc_now()
+        holder = holder_of(conn, pat_hash, now)
+        if holder is None or not holder.usable:
+            raise Refused(
+                TokenError("invalid_grant", "The personal access token is no longer valid.")
+            )
+        conn.execute(delete(oauth_tokens).where(oauth_tokens.c.expires_at < now))
+        grants = conn.execute(
+            select(oauth_tokens.c.grant_id, func.min(oauth_tokens.c.expires_at))
+            .where(oauth_tokens.c.pat_hash == pat_hash, oauth_tokens.c.grant_id != grant_id)
+            .group_by(oauth_tokens.c.grant_id)
+            .order_by(func.min(oauth_tokens.c.expires_at))
+        ).all()
+        surplus = len(grants) - (MAX_GRANTS_PER_TOKEN - 1)
+        if surplus > 0:
+            oldest = [row[0] for row in grants[:surplus]]
+            conn.execute(delete(oauth_tokens).where(oauth_tokens.c.grant_id.in_(oldest)))
+        access, refresh = new_secret(ACCESS_PREFIX), new_secret(REFRESH_PREFIX)
+        common = {
+            "grant_id": grant_id,
+            "client_id": client_id,
+            "pat_hash": pat_hash,
+            "resource": resource,
+            "scopes": SCOPE,
+            "used_at": None,
+        }
+        conn.execute(
+            insert(oauth_tokens),
+            [
+                {
+                    **common,
+                    "token_hash": digest(access),
+                    "kind": "access",
+                    "expires_at": now + timedelta(seconds=ACCESS_SECONDS),
+                },
+                {
+                    **common,
+                    "token_hash": digest(refresh),
+                    "kind": "refresh",
+                    "expires_at": now + timedelta(seconds=REFRESH_SECONDS),
+                },
+            ],
+        )
+        return OAuthToken(
+            access_token=access,
+            expires_in=ACCESS_SECONDS,
+            refresh_token=refresh,
+            scope=SCOPE,
+        )
+
+    # --- refresh (rotating) ------------------------------------------------------------
+
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> HeldRefreshToken | None:
+        def read(conn: Connection) -> HeldRefreshToken | None:
+            row = conn.execute(
+                select(oauth_tokens).where(
+                    oauth_tokens.c.token_hash == digest(refresh_token),
+                    oauth_tokens.c.kind == "refresh",
+                    oauth_tokens.c.client_id == client.client_id,
+                )
+            ).first()
+            if row is None:
+                return None
+            if row.used_at is not None:
+                # Presented again after it was exchanged: someone else holds a copy. The
+                # whole grant ends (OAuth 2.1, 4.3.1).
+                conn.execute(delete(oauth_tokens).where(oauth_tokens.c.grant_id == row.grant_id))
+                return None
+            return HeldRefreshToken(
+                token=refresh_token,
+                client_id=row.client_id,
+                scopes=row.scopes.split(),
+                expires_at=_epoch(row.expires_at),
+                resource=row.resource,
+                pat_hash=row.pat_hash,
+                grant_id=row.grant_id,
+            )
+
+        return await self._write(read)
+
+    async def exchange_refresh_token(
+        self,
+        client: OAuthClientInformationFull,
+        refresh_token: HeldRefreshToken,
+        scopes: list[str],
+    ) -> OAuthToken:
+        def write(conn: Connection) -> OAuthToken:
+            # Only the grant's latest used refresh token is kept (to tell a replay of it), so
+            # a grant holds two refresh tokens at most, however often it is refreshed.
+            conn.execute(
+                delete(oauth_tokens).where(
+                    oauth_tokens.c.grant_id == refresh_token.grant_id,
+                    oauth_tokens.c.kind == "refresh",
+                    oauth_tokens.c.used_at.is_not(None),
+                )
+            )
+            used = conn.execute(
+                update(oauth_tokens)
+                .where(
+                    oauth_tokens.c.token_hash == digest(refresh_token.token),
+                    oauth_tokens.c.used_at.is_(None),
+                )
+                .values(used_at=utc_now())
+            )
+            if used.rowcount != 1:
+                raise Refused(TokenError("invalid_grant", "The refresh token has been used."))
+            # The grant's earlier access tokens end with the refresh that replaces them.
+            conn.execute(
+                delete(oauth_tokens).where(
+                    and_(
+                        oauth_tokens.c.grant_id == refresh_token.grant_id,
+                        oauth_tokens.c.kind == "access",
+                    )
+                )
+            )
+            return self._grant(
+                conn,
+                client.client_id,
+                refresh_token.pat_hash,
+                refresh_token.resource or self._resource(),
+                refresh_token.grant_id,
+            )
+
+        return await self._write(write)
+
+    # --- the rest of the protocol ------------------------------------------------------
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        """Unused: /mcp checks access tokens itself, with their personal token (oauth.bearer)."""
+
+        def read(conn: Connection) -> AccessToken | None:
+            row = conn.execute(
+                select(oauth_tokens).where(
+                    oauth_tokens.c.token_hash == digest(token), oauth_tokens.c.kind == "access"
+                )
+            ).first()
+            if row is None or _epoch(row.expires_at) <= time.time():
+                return None
+            return AccessToken(
+                token=token,
+                client_id=row.client_id,
+                scopes=row.scopes.split(),
+                expires_at=_epoch(row.expires_at),
+                resource=row.resource,
+            )
+
+        return await self._write(read)
+
+    async def exchange_identity_assertion(
+        self, client: OAuthClientInformationFull, params: IdentityAssertionParams
+    ) -> OAuthToken:
+        raise TokenError("unsupported_grant_type", "Only authorization_code and refresh_token.")
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        grant_id = getattr(token, "grant_id", None)
+        if grant_id is None:
+            return
+        await self._write(
+            lambda conn: conn.execute(
+                delete(oauth_tokens).where(oauth_tokens.c.grant_id == grant_id)
+            )
+        )

@@ -1,0 +1,583 @@
+"""OAuth 2.1 for the tool endpoint (issue 23): metadata, registration, the sign-in page,
+codes with PKCE, audience-bound tokens, rotating refresh, and tokens that end with the
+personal access token they act as (SPEC 5.2, SEMANTICS R29, R30)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+from sqlalchemy import Engine, select, update
+
+from airoi.app import create_app
+from airoi.auth import revoke_token
+from airoi.db.tables import oauth_clients, oauth_codes, oauth_tokens, tokens, users
+from airoi.settings import Settings
+from airoi.timeutil import utc_now
+from tests.factories import BundleBuilder
+
+Client = TestClient[Litestar]
+BASE = "http://testserver"
+RESOURCE = f"{BASE}/mcp"
+REDIRECT = "http://127.0.0.1:5555/callback"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def oauth_client(db_url: str) -> Any:
+    app = create_app(Settings(database_url=db_url))
+    with TestClient(app, base_url=BASE) as test_client:
+        yield test_client
+    app.state.engine.dispose()
+
+
+@pytest.fixture
+def pats(engine: Engine) -> dict[str, str]:
+    b = BundleBuilder()
+    good = b.account(name="Good")
+    no_api = b.account(name="No API", api_access=False)
+    owner = b.user(good, role="owner")
+    admin = b.user(good, role="admin", name="Grace")
+    no_api_owner = b.user(no_api, role="owner")
+    found = {
+        "owner": b.token(owner),
+        "admin": b.token(admin),
+        "other": b.token(owner),
+        "no_api": b.token(no_api_owner),
+    }
+    b.initiative(good, title="Ticket triage")
+    b.load(engine)
+    return found
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    return verifier, challenge.decode().rstrip("=")
+
+
+def register(client: Client, **metadata: Any) -> dict[str, Any]:
+    body = {"redirect_uris": [REDIRECT], "client_name": "Test assistant", **metadata}
+    response = client.post("/oauth/register", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def authorize(client: Client, reg: dict[str, Any], challenge: str, **extra: str) -> Any:
+    params = {
+        "response_type": "code",
+        "client_id": reg["client_id"],
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "st-123",
+        "resource": RESOURCE,
+        **extra,
+    }
+    return client.get("/oauth/authorize", params=params, follow_redirects=False)
+
+
+def hidden_fields(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page))
+
+
+def sign_in(client: Client, location: str, pat: str, action: str = "allow") -> Any:
+    page = client.get(location)
+    assert page.status_code == 200, page.text
+    fields = {k: v.replace("&amp;", "&") for k, v in hidden_fields(page.text).items()}
+    return client.post(
+        "/oauth/sign-in",
+        data={**fields, "token": pat, "action": action},
+        headers={"Origin": BASE},
+        follow_redirects=False,
+    )
+
+
+def code_of(response: Any) -> dict[str, str]:
+    assert response.status_code == 303, response.text
+    location = response.headers["location"]
+    assert location.startswith(REDIRECT + "?")
+    return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+
+def exchange(client: Client, reg: dict[str, Any], code: str, verifier: str) -> Any:
+    return client.post(
+        "/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT,
+            "client_id": reg["client_id"],
+            "client_secret": reg.get("client_secret", ""),
+            "code_verifier": verifier,
+            "resource": RESOURCE,
+        },
+    )
+
+
+def refresh(client: Client, reg: dict[str, Any], token: str) -> Any:
+    return client.post(
+        "/oauth/token",
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": token,
+            "client_id": reg["client_id"],
+            "client_secret": reg.get("client_secret", ""),
+        },
+    )
+
+
+def grant(client: Client, pat: str, **metadata: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A whole grant: registration, sign-in, code exchange; the client and its tokens."""
+    reg = register(client, **metadata)
+    verifier, challenge = pkce()
+    answer = authorize(client, reg, challenge)
+    assert answer.status_code == 302, answer.text
+    got = code_of(sign_in(client, answer.headers["location"], pat))
+    assert got["state"] == "st-123"
+    assert got["iss"] == BASE
+    issued = exchange(client, reg, got["code"], verifier)
+    assert issued.status_code == 200, issued.text
+    return reg, issued.json()
+
+
+def mcp(client: Client, access_token: str, host: str | None = None) -> Any:
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {access_token}"}
+    if host:
+        headers["Host"] = host
+    return client.post("/mcp", json=INITIALIZE, headers=headers)
+
+
+# --- discovery ---------------------------------------------------------------------------
+
+
+def test_a_401_from_mcp_names_its_resource_metadata(oauth_client: Client) -> None:
+    response = oauth_client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == (
+        f'Bearer realm="airoi", resource_metadata="{BASE}/.well-known/oauth-protected-resource/mcp"'
+    )
+    # The HTTP API's challenge is unchanged.
+    api = oauth_client.get("/api/v1/initiatives")
+    assert api.headers["www-authenticate"] == 'Bearer realm="airoi"'
+
+
+def test_metadata_documents(oauth_client: Client) -> None:
+    for path in (
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ):
+        prm = oauth_client.get(path)
+        assert prm.status_code == 200
+        assert prm.json()["resource"] == RESOURCE
+        assert prm.json()["authorization_servers"] == [BASE]
+    asm = oauth_client.get("/.well-known/oauth-authorization-server").json()
+    assert asm["issuer"] == BASE
+    assert asm["code_challenge_methods_supported"] == ["S256"]
+    assert asm["registration_endpoint"] == f"{BASE}/oauth/register"
+    assert asm["token_endpoint"] == f"{BASE}/oauth/token"
+    assert asm["authorization_endpoint"] == f"{BASE}/oauth/authorize"
+
+
+def test_a_fixed_public_url_wins_and_a_foreign_host_gets_no_metadata(db_url: str) -> None:
+    app = create_app(Settings(database_url=db_url, public_url="https://roi.example.com"))
+    with TestClient(app, base_url=BASE) as fixed:
+        prm = fixed.get("/.well-known/oauth-protected-resource", headers={"Host": "evil.test"})
+        assert prm.json()["resource"] == "https://roi.example.com/mcp"
+    app.state.engine.dispose()
+    app = create_app(Settings(database_url=db_url))
+    with TestClient(app, base_url=BASE) as derived:
+        refused = derived.get(
+            "/.well-known/oauth-authorization-server", headers={"Host": "evil.test"}
+        )
+        assert refused.status_code == 404
+    app.state.engine.dispose()
+
+
+def test_oauth_routes_answer_only_their_methods(oauth_client: Client) -> None:
+    # SEMANTICS R30: another method is 405 with Allow and SPEC 7's body, before anything.
+    for method, path, allow in (
+        ("POST", "/.well-known/oauth-authorization-server", "GET"),
+        ("GET", "/oauth/token", "POST"),
+        ("GET", "/oauth/register", "POST"),
+        ("DELETE", "/oauth/sign-in", "GET, POST"),
+        ("POST", "/oauth/authorize", "GET"),
+    ):
+        response = oauth_client.request(method, path)
+        assert response.status_code == 405, (method, path)
+        assert response.headers["allow"] == allow
+        assert response.json()["error"]["status"] == 405
+    # The API still serves GET and HEAD only.
+    assert oauth_client.post("/api/v1/initiatives").status_code == 405
+
+
+# --- registration --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://example.com/callback",  # http off loopback
+        "https://example.com/callback#frag",
+        "cursor://anysphere/callback",
+    ],
+)
+def test_registration_takes_https_or_loopback_http_only(oauth_client: Client, uri: str) -> None:
+    response = oauth_client.post("/oauth/register", json={"redirect_uris": [uri]})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_redirect_uri"
+
+
+def test_registration_keeps_only_the_secrets_hash(oauth_client: Client, engine: Engine) -> None:
+    reg = register(oauth_client, redirect_uris=["https://claude.ai/api/mcp/auth_callback"])
+    assert reg["client_secret"]
+    with engine.connect() as conn:
+        row = conn.execute(select(oauth_clients)).one()
+    assert row.secret_hash == hashlib.sha256(reg["client_secret"].encode()).hexdigest()
+    assert reg["client_secret"] not in row.registration
+
+
+def test_registration_body_is_bounded(oauth_client: Client) -> None:
+    big = {"redirect_uris": [REDIRECT], "client_name": "x" * 20_000}
+    response = oauth_client.post("/oauth/register", json=big)
+    assert response.status_code == 413
+    assert response.json()["error"]["status"] == 413
+    form = oauth_client.post("/oauth/token", data={"grant_type": "x" * 10_000})
+    assert form.status_code == 413
+
+
+# --- authorization -------------------------------------------------------------------------
+
+
+def test_pkce_plain_is_refused(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    verifier = secrets.token_urlsafe(48)
+    response = authorize(oauth_client, reg, verifier, code_challenge_method="plain")
+    # The client and redirect URI are good, so the error goes back to the client.
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response.headers["location"]).query)
+    assert query["error"] == ["invalid_request"]
+    assert "/oauth/sign-in" not in response.headers["location"]
+
+
+def test_a_redirect_uri_not_registered_exactly_is_refused(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    for other in (REDIRECT + "/", "http://127.0.0.1:5556/callback", "https://evil.test/cb"):
+        response = authorize(oauth_client, reg, challenge, redirect_uri=other)
+        # Never redirected to an unregistered URI: answered here.
+        assert response.status_code == 400, other
+        assert response.json()["error"] == "invalid_request"
+
+
+def test_a_token_for_another_resource_is_not_issued(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    response = authorize(oauth_client, reg, challenge, resource="https://other.example/mcp")
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response.headers["location"]).query)
+    assert query["error"] == ["invalid_target"]
+
+
+def test_the_sign_in_page(oauth_client: Client, pats: dict[str, str]) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    location = authorize(oauth_client, reg, challenge).headers["location"]
+    assert location.startswith(f"{BASE}/oauth/sign-in?")
+    page = oauth_client.get(location)
+    assert page.status_code == 200
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "script-src" not in csp
+    assert "form-action 'self' http://127.0.0.1:5555" in csp
+    assert "<script" not in page.text and "style=" not in page.text
+    assert '<input type="password" id="token" name="token"' in page.text
+    assert {"client_id", "redirect_uri", "code_challenge", "state", "csrf"} <= set(
+        hidden_fields(page.text)
+    )
+    assert "Test assistant" in page.text
+    cookie = page.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie
+
+
+def test_the_sign_in_form_refuses_a_forged_post(oauth_client: Client, pats: dict[str, str]) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    location = authorize(oauth_client, reg, challenge).headers["location"]
+    page = oauth_client.get(location)
+    fields = {k: v.replace("&amp;", "&") for k, v in hidden_fields(page.text).items()}
+    data = {**fields, "token": pats["owner"], "action": "allow"}
+    # Another site's page posting the form: its Origin.
+    foreign = oauth_client.post(
+        "/oauth/sign-in", data=data, headers={"Origin": "https://evil.test"}, follow_redirects=False
+    )
+    assert foreign.status_code == 403
+    # No nonce cookie (a cross-site post does not carry a SameSite=Strict cookie).
+    oauth_client.cookies.clear()
+    no_cookie = oauth_client.post("/oauth/sign-in", data=data, follow_redirects=False)
+    assert no_cookie.status_code == 403
+    # A request whose hidden fields were changed (another challenge) fails its signature.
+    page = oauth_client.get(location)
+    fields = {k: v.replace("&amp;", "&") for k, v in hidden_fields(page.text).items()}
+    tampered = {**fields, "code_challenge": "A" * 43, "token": pats["owner"], "action": "allow"}
+    assert oauth_client.post("/oauth/sign-in", data=tampered).status_code == 400
+
+
+def test_a_bad_token_is_asked_again_and_deny_goes_back(
+    oauth_client: Client, pats: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    location = authorize(oauth_client, reg, challenge).headers["location"]
+    wrong = "airoi_" + "w" * 43
+    bad = sign_in(oauth_client, location, wrong)
+    assert bad.status_code == 400
+    assert "The token is not valid." in bad.text
+    assert wrong not in bad.text and wrong not in caplog.text
+    no_api = sign_in(oauth_client, location, pats["no_api"])
+    assert no_api.status_code == 403
+    # Pasted as the header's value, the token is still taken.
+    assert code_of(sign_in(oauth_client, location, f"Bearer {pats['owner']}"))["code"]
+    denied = code_of(sign_in(oauth_client, location, "", action="deny"))
+    assert denied == {"error": "access_denied", "state": "st-123", "iss": BASE}
+
+
+# --- tokens ------------------------------------------------------------------------------
+
+
+def test_a_grant_reads_mcp_as_the_personal_tokens_user(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    _, issued = grant(oauth_client, pats["owner"])
+    assert issued["token_type"] == "Bearer"
+    assert issued["expires_in"] == 3600
+    assert mcp(oauth_client, issued["access_token"]).status_code == 200
+    # Stored hashed only.
+    with engine.connect() as conn:
+        stored = {row.token_hash for row in conn.execute(select(oauth_tokens))}
+    assert hashlib.sha256(issued["access_token"].encode()).hexdigest() in stored
+    assert issued["access_token"] not in stored and issued["refresh_token"] not in stored
+    # The HTTP API keeps to personal tokens (another resource).
+    api = oauth_client.get(
+        "/api/v1/initiatives", headers={"Authorization": f"Bearer {issued['access_token']}"}
+    )
+    assert api.status_code == 401
+
+
+def test_a_code_is_used_once_and_needs_its_verifier(
+    oauth_client: Client, pats: dict[str, str]
+) -> None:
+    reg = register(oauth_client)
+    verifier, challenge = pkce()
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
+        )
+    )
+    wrong = exchange(oauth_client, reg, got["code"], secrets.token_urlsafe(48))
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    assert exchange(oauth_client, reg, got["code"], verifier).status_code == 200
+    again = exchange(oauth_client, reg, got["code"], verifier)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+
+
+def test_a_token_for_another_audience_is_refused(
+    oauth_client: Client, pats: dict[str, str]
+) -> None:
+    _, issued = grant(oauth_client, pats["owner"])
+    # The same token presented to this service under another name (another resource).
+    response = mcp(oauth_client, issued["access_token"], host="localhost")
+    assert response.status_code == 401
+    assert (
+        'resource_metadata="http://localhost/.well-known/' in response.headers["www-authenticate"]
+    )
+
+
+def test_refresh_tokens_rotate(oauth_client: Client, pats: dict[str, str]) -> None:
+    reg, first = grant(oauth_client, pats["owner"])
+    second = refresh(oauth_client, reg, first["refresh_token"])
+    assert second.status_code == 200, second.text
+    second_tokens = second.json()
+    assert second_tokens["refresh_token"] != first["refresh_token"]
+    assert mcp(oauth_client, second_tokens["access_token"]).status_code == 200
+    # The access token the refresh replaced has ended.
+    assert mcp(oauth_client, first["access_token"]).status_code == 401
+    # The old refresh token is refused; presented again, it ends the whole grant.
+    reused = refresh(oauth_client, reg, first["refresh_token"])
+    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    assert mcp(oauth_client, second_tokens["access_token"]).status_code == 401
+    assert refresh(oauth_client, reg, second_tokens["refresh_token"]).status_code == 400
+
+
+def test_a_refresh_token_belongs_to_its_client(oauth_client: Client, pats: dict[str, str]) -> None:
+    _, issued = grant(oauth_client, pats["owner"])
+    other = register(oauth_client)
+    assert refresh(oauth_client, other, issued["refresh_token"]).status_code == 400
+
+
+def test_tokens_end_when_the_personal_token_is_revoked(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    reg, issued = grant(oauth_client, pats["owner"])
+    _, untouched = grant(oauth_client, pats["other"])
+    revoke_token(engine, pats["owner"])
+    response = mcp(oauth_client, issued["access_token"])
+    assert response.status_code == 401
+    assert refresh(oauth_client, reg, issued["refresh_token"]).json()["error"] == "invalid_grant"
+    assert mcp(oauth_client, untouched["access_token"]).status_code == 200
+
+
+def test_tokens_end_when_the_personal_token_expires(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    reg, issued = grant(oauth_client, pats["owner"])
+    pat_hash = hashlib.sha256(pats["owner"].encode()).hexdigest()
+    with engine.begin() as conn:
+        conn.execute(
+            update(tokens)
+            .where(tokens.c.token_hash == pat_hash)
+            .values(expires_at=utc_now() - timedelta(seconds=1))
+        )
+    assert mcp(oauth_client, issued["access_token"]).status_code == 401
+    assert refresh(oauth_client, reg, issued["refresh_token"]).status_code == 400
+
+
+def test_tokens_end_when_the_user_is_removed(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    reg, issued = grant(oauth_client, pats["admin"])
+    with engine.begin() as conn:
+        conn.execute(update(users).where(users.c.name == "Grace").values(removed_at=utc_now()))
+    assert mcp(oauth_client, issued["access_token"]).status_code == 401
+    assert refresh(oauth_client, reg, issued["refresh_token"]).status_code == 400
+    # A code signed for before the removal is not exchanged after it either.
+    reg = register(oauth_client)
+    verifier, challenge = pkce()
+    with engine.begin() as conn:
+        conn.execute(update(users).where(users.c.name == "Grace").values(removed_at=None))
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["admin"]
+        )
+    )
+    with engine.begin() as conn:
+        conn.execute(update(users).where(users.c.name == "Grace").values(removed_at=utc_now()))
+    assert exchange(oauth_client, reg, got["code"], verifier).json()["error"] == "invalid_grant"
+
+
+def test_an_expired_access_token_is_refused(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    _, issued = grant(oauth_client, pats["owner"])
+    with engine.begin() as conn:
+        conn.execute(
+            update(oauth_tokens)
+            .where(oauth_tokens.c.kind == "access")
+            .values(expires_at=utc_now() - timedelta(seconds=1))
+        )
+    response = mcp(oauth_client, issued["access_token"])
+    assert response.status_code == 401
+
+
+def test_codes_expire(oauth_client: Client, pats: dict[str, str], engine: Engine) -> None:
+    reg = register(oauth_client)
+    verifier, challenge = pkce()
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
+        )
+    )
+    with engine.begin() as conn:
+        conn.execute(update(oauth_codes).values(expires_at=utc_now() - timedelta(seconds=1)))
+    assert exchange(oauth_client, reg, got["code"], verifier).json()["error"] == "invalid_grant"
+
+
+# --- bounds and the writer ----------------------------------------------------------------
+
+
+def test_the_oauth_writer_writes_only_oauth_tables(db_url: str, pats: dict[str, str]) -> None:
+    from sqlalchemy import text
+
+    from airoi.oauth.store import WriteOutsideOAuth, writer_engine
+
+    writer = writer_engine(Settings(database_url=db_url))
+    try:
+        with writer.begin() as conn:
+            assert conn.execute(select(tokens.c.token_hash)).first() is not None  # reads
+            conn.execute(oauth_codes.delete())  # writes its own tables
+        for statement in (
+            update(tokens).values(revoked_at=None),
+            tokens.delete(),
+            text("DELETE FROM tokens"),
+        ):
+            with pytest.raises(WriteOutsideOAuth), writer.begin() as conn:
+                conn.execute(statement)
+    finally:
+        writer.dispose()
+
+
+def test_registered_clients_are_bounded(
+    oauth_client: Client, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airoi.oauth import store
+
+    monkeypatch.setattr(store, "MAX_CLIENTS", 2)
+    register(oauth_client)
+    register(oauth_client)
+    full = oauth_client.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
+    assert full.status_code == 400
+    assert full.json()["error"] == "invalid_client_metadata"
+    # A client never granted a code is dropped after a day, which makes room.
+    with engine.begin() as conn:
+        conn.execute(update(oauth_clients).values(created_at=utc_now() - timedelta(days=2)))
+    register(oauth_client)
+    with engine.connect() as conn:
+        assert len(conn.execute(select(oauth_clients)).all()) == 1
+
+
+def test_live_grants_per_personal_token_are_bounded(
+    oauth_client: Client, pats: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airoi.oauth import store
+
+    monkeypatch.setattr(store, "MAX_GRANTS_PER_TOKEN", 2)
+    grants = [grant(oauth_client, pats["owner"])[1] for _ in range(3)]
+    # The oldest grant ended when the third began; the two latest read.
+    assert mcp(oauth_client, grants[0]["access_token"]).status_code == 401
+    assert [mcp(oauth_client, g["access_token"]).status_code for g in grants[1:]] == [200, 200]
+
+
+def test_metadata_answers_head(oauth_client: Client) -> None:
+    response = oauth_client.head("/.well-known/oauth-authorization-server")
+    assert response.status_code == 200
+    assert response.content == b""
+
+
+def test_a_grant_keeps_two_refresh_tokens_however_often_it_refreshes(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    reg, issued = grant(oauth_client, pats["owner"])
+    for _ in range(4):
+        issued = refresh(oauth_client, reg, issued["refresh_token"]).json()
+    with engine.connect() as conn:
+        kinds = sorted(row.kind for row in conn.execute(select(oauth_tokens)))
+    # The live access and refresh tokens, and the last refresh token used (to tell a replay).
+    assert kinds == ["access", "refresh", "refresh"]
+    assert mcp(oauth_client, issued["access_token"]).status_code == 200
