@@ -255,7 +255,7 @@ def test_mcp_remote_lists_and_calls(mode: str, db_url: str, engine: Engine, tmp_
             peer.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
             result = peer.answer(3)["result"]
             assert not result.get("isError")
-            assert "Ticket triage" in result["content"][0]["text"]
+            assert "Ticket triage" in "".join(block["text"] for block in result["content"])
         finally:
             peer.stop()
         assert pat not in "".join(peer.stderr)
