@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
-from typing import Final
+from typing import Any, Final
 
 from litestar import Request, Response, get
 from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
 
 from airoi.conditional import entity_tag, none_match
 from airoi.errors import ApiError
@@ -76,7 +77,7 @@ PAGE: Final = _read("index.html")
 ASSETS: Final = _assets()
 
 
-def _answer(file: File, request: Request[object, object, object]) -> Response[bytes]:
+def _answer(file: File, request: Request[Any, Any, Any]) -> Response[bytes]:
     headers = {**_HEADERS, "ETag": file.etag}
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and none_match(if_none_match, file.etag):
@@ -85,12 +86,12 @@ def _answer(file: File, request: Request[object, object, object]) -> Response[by
 
 
 @get(DASHBOARD_PATH, opt=_PUBLIC, include_in_schema=False, sync_to_thread=False)
-def dashboard(request: Request[object, object, object]) -> Response[bytes]:
+def dashboard(request: Request[Any, Any, Any]) -> Response[bytes]:
     return _answer(PAGE, request)
 
 
 @get(f"{ASSETS_PATH}/{{name:str}}", opt=_PUBLIC, include_in_schema=False, sync_to_thread=False)
-def asset(name: str, request: Request[object, object, object]) -> Response[bytes]:
+def asset(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:
     file = ASSETS.get(name)
     if file is None:
         raise ApiError(404, "No such file.")
