@@ -194,12 +194,19 @@
       h("h2", { id }, title), ...children);
   }
 
+  // A set of buttons, one pressed; choosing one redraws the view and keeps the focus on it.
   function choices(label, options, current, choose) {
     return h("div", { class: "choices", role: "group", "aria-label": label },
       options.map(([value, text]) => h("button", {
         type: "button",
+        "data-value": value,
         "aria-pressed": value === current ? "true" : "false",
-        onclick: () => choose(value),
+        onclick: async () => {
+          await choose(value);
+          const again = document.querySelector(
+            `[role=group][aria-label="${label}"] button[data-value="${value}"]`);
+          if (again) again.focus();
+        },
       }, text)));
   }
 
@@ -320,7 +327,7 @@
     const head = h("div", { class: "view-head" },
       h("div", {}, h("h1", {}, "Portfolio"), h("p", { class: "muted" },
         `${period.label} (${span}) · amounts in ${currency}`)),
-      choices("Window", WINDOWS, windowName, (value) => { state.window = value; render(); }));
+      choices("Window", WINDOWS, windowName, (value) => { state.window = value; return render(); }));
 
     const total = roi.total_cost_cents;
     const capexShare = Number(total) > 0 ? Number(roi.cost.capex_cents) / Number(total) : 0;
@@ -350,7 +357,7 @@
     });
     const over = section("Value against cost", { "data-window": windowName },
       choices("Period", [["month", "By month"], ["quarter", "By quarter"]], state.by,
-        (value) => { state.by = value; render(); }),
+        (value) => { state.by = value; return render(); }),
       holder,
       h("details", {},
         h("summary", {}, `Figures by ${state.by}`),
@@ -368,7 +375,7 @@
       : (a, b) => (b.roi ?? -Infinity) - (a.roi ?? -Infinity));
     const ranking = section("Initiatives", { "data-window": windowName },
       choices("Rank by", [["net", "By net value"], ["roi", "By ROI"]], state.rank,
-        (value) => { state.rank = value; render(); }),
+        (value) => { state.rank = value; return render(); }),
       table(null, ["#", "Initiative", "Stage", ["Approved value", "num"], ["Total cost", "num"],
         ["Net value", "num"], ["ROI", "num"]],
       ranked.map((row, index) => {
