@@ -313,14 +313,20 @@
 
   async function portfolio(view) {
     const windowName = state.window;
-    const [roi, periods, byInitiative, byVendor, initiatives] = await Promise.all([
+    const [roi, periods, byInitiative, byVendor, initiatives, integrations] = await Promise.all([
       api("/roi", { window: windowName }),
       listAll("/roi/breakdown", { by: state.by, window: windowName }),
       listAll("/roi/breakdown", { by: "initiative", window: windowName }),
       listAll("/roi/breakdown", { by: "vendor", window: windowName }),
       initiativesById(),
+      listAll("/integrations"),
     ]);
     const currency = roi.currency;
+    const attention = integrations.data.filter(needsAttention).length;
+    const notice = attention === 0 ? null : h("p", { class: "notice" },
+      h("a", { href: "#/connections" }, attention === 1
+        ? "1 connection needs attention" : `${attention} connections need attention`),
+      ": what they bring in may be missing from recent figures.");
     const period = roi.period;
     const span = period.from ? `${day(period.from)} – ${day(period.through)}` : period.label;
 
@@ -412,7 +418,8 @@
               setWidth(h("span", { class: "bar" }),
                 largest > 0 ? Number(row.total_cost_cents) / largest : 0))))));
 
-    view.append(head, summary, over, h("div", { class: "two" }, ranking, vendorBlock));
+    view.append(head, notice || "", summary, h("div", { class: "two" }, over, vendorBlock),
+      ranking);
     periodChart(holder, rows.map((row) => row.label), [
       { label: "Total cost", color: "#c05621", fill: "rgba(221,107,32,0.35)", bars: true,
         values: rows.map((row) => units(row.total_cost_cents)) },
@@ -587,10 +594,14 @@
     }
   }
 
+  // Syncs failing, or the platform refused the grant (a person must reconnect).
+  function needsAttention(row) {
+    return row.status === "error" || Boolean(row.reauth_required_at);
+  }
+
   async function connectionsView(view) {
     const integrations = await listAll("/integrations");
-    const attention = integrations.data.filter(
-      (row) => row.status === "error" || row.reauth_required_at);
+    const attention = integrations.data.filter(needsAttention);
     const others = integrations.data.filter((row) => !attention.includes(row));
     const name = (row) => row.name || row.platform;
     view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Connections"),
@@ -686,7 +697,7 @@
       sessionStorage.setItem(TOKEN_KEY, given);
       document.getElementById("token").value = "";
       state.initiatives = null;
-      render().then(() => document.getElementById("main").focus());
+      render().then(() => document.getElementById("main").focus({ preventScroll: true }));
     });
     document.getElementById("sign-out").addEventListener("click", () => {
       sessionStorage.removeItem(TOKEN_KEY);
@@ -694,8 +705,12 @@
       showAlert("");
       showSignIn("");
     });
+    // A new view starts at its top, and the keyboard's next Tab goes into its content.
     window.addEventListener("hashchange", () => {
-      render().then(() => document.getElementById("main").focus({ preventScroll: false }));
+      render().then(() => {
+        window.scrollTo(0, 0);
+        document.getElementById("main").focus({ preventScroll: true });
+      });
     });
     render();
   }
