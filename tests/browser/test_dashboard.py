@@ -57,6 +57,7 @@ class Served:
     base: str
     token: str
     link: str  # the dashboard link `airoi demo` printed, as path and fragment
+    store_url: str
 
     def api(self, path: str, token: str | None = None, **params: Any) -> Any:
         response = httpx.get(
@@ -98,7 +99,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     link = re.search(r"^Dashboard:\s+http://localhost:8000(/\S*)$", shown, re.MULTILINE)
     assert token and link, shown
     with airoi_serve(url, AIROI_TODAY=TODAY) as port:
-        yield Served(f"http://127.0.0.1:{port}", token.group(1), link.group(1))
+        yield Served(f"http://127.0.0.1:{port}", token.group(1), link.group(1), url)
 
 
 @dataclass
@@ -110,6 +111,8 @@ class Watched:
     console_errors: list[str] = field(default_factory=list)
     # A failed fetch is logged by the browser itself; a test that expects one says which.
     expected_errors: tuple[str, ...] = ()
+    # Another server of the test's own (host:port), besides the module's.
+    other_server: str | None = None
 
     def violations(self) -> list[str]:
         return list(self.page.evaluate("window.__violations || []"))
@@ -140,7 +143,8 @@ def watched(browser: Any, served: Served) -> Iterator[Watched]:
         elsewhere = [
             url
             for url in watch.requests
-            if not url.startswith("data:") and urlsplit(url).netloc != here
+            if not url.startswith("data:")
+            and urlsplit(url).netloc not in (here, watch.other_server)
         ]
         assert elsewhere == []
         assert watch.requests, "the page asked for nothing"
@@ -431,6 +435,25 @@ def test_a_refused_token_shows_the_apis_message(watched: Watched, served: Served
     assert watched.page.text_content("#signin-error") == said
     assert watched.page.evaluate("sessionStorage.getItem('airoi.token')") is None
     assert watched.page.url == f"{served.base}/"
+
+
+def test_too_many_requests_shows_the_apis_message(watched: Watched, served: Served) -> None:
+    # The same store served with a budget of 3 requests a minute per token: the portfolio's
+    # first load asks for more than that.
+    with airoi_serve(served.store_url, AIROI_TODAY=TODAY, AIROI_RATE_LIMIT="3/minute") as port:
+        base = f"http://127.0.0.1:{port}"
+        watched.other_server = f"127.0.0.1:{port}"
+        watched.expected_errors = ("status of 429",)
+        watched.page.goto(f"{base}/#token={served.token}")
+        watched.page.wait_for_selector("#alert:not([hidden])")
+        shown_message = watched.page.text_content("#alert") or ""
+        said = httpx.get(f"{base}/api/v1/roi", headers={"Authorization": f"Bearer {served.token}"})
+    assert said.status_code == 429
+    # The API's sentence (only the seconds to wait may have gone down since).
+    message = said.json()["error"]["message"]
+    assert re.fullmatch(re.sub(r"\d+", r"\\d+", re.escape(message)), shown_message), shown_message
+    # Still signed in: a 429 is not a refused token.
+    assert watched.page.evaluate("sessionStorage.getItem('airoi.token')") == served.token
 
 
 def test_it_is_used_with_the_keyboard_alone(watched: Watched, served: Served) -> None:
