@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.servers import airoi_serve
+from airoi.settings import Settings
+from tests.servers import RunningServer, airoi_serve
 
 ROOT = Path(__file__).resolve().parents[2]
 # The day the demo's story is told from, fixed so that the screenshots are the same each run.
@@ -257,6 +259,11 @@ def test_the_demo_link_signs_in_and_the_token_leaves_the_address_bar(
     page.wait_for_selector(READY)
     assert page.url == f"{served.base}/"
     assert page.is_visible("text=Sign out")
+    # A link with the token followed in a tab already open: taken out of the bar just the same.
+    page.evaluate("token => { location.hash = `#token=${token}`; }", served.token)
+    page.wait_for_url(f"{served.base}/")
+    page.wait_for_selector(f"{READY} [data-view=portfolio]")
+    assert served.token not in page.url
 
 
 def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) -> None:
@@ -438,16 +445,23 @@ def test_a_refused_token_shows_the_apis_message(watched: Watched, served: Served
 
 
 def test_too_many_requests_shows_the_apis_message(watched: Watched, served: Served) -> None:
-    # The same store served with a budget of 3 requests a minute per token: the portfolio's
-    # first load asks for more than that.
-    with airoi_serve(served.store_url, AIROI_TODAY=TODAY, AIROI_RATE_LIMIT="3/minute") as port:
-        base = f"http://127.0.0.1:{port}"
-        watched.other_server = f"127.0.0.1:{port}"
+    # The same store served (in this process) with a budget of 3 requests a minute per
+    # token: the portfolio's first load asks for more than that.
+    settings = Settings(
+        database_url=served.store_url, today=date.fromisoformat(TODAY), rate_limit="3/minute"
+    )
+    limited = RunningServer(settings)
+    try:
+        watched.other_server = f"127.0.0.1:{limited.port}"
         watched.expected_errors = ("status of 429",)
-        watched.page.goto(f"{base}/#token={served.token}")
+        watched.page.goto(f"{limited.base_url}/#token={served.token}")
         watched.page.wait_for_selector("#alert:not([hidden])")
         shown_message = watched.page.text_content("#alert") or ""
-        said = httpx.get(f"{base}/api/v1/roi", headers={"Authorization": f"Bearer {served.token}"})
+        said = httpx.get(
+            f"{limited.base_url}/api/v1/roi", headers={"Authorization": f"Bearer {served.token}"}
+        )
+    finally:
+        limited.stop()
     assert said.status_code == 429
     # The API's sentence (only the seconds to wait may have gone down since).
     message = said.json()["error"]["message"]

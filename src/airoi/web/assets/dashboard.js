@@ -20,7 +20,6 @@
   const state = { window: "1yr", by: "month", rank: "net", initiatives: null };
   let generation = 0;
   let charts = [];
-  let pendingCharts = [];
 
   // --- the token ------------------------------------------------------------------------
 
@@ -32,10 +31,11 @@
     // Given once as #token=...: kept for the tab, then taken out of the address bar (and its
     // history entry), so it is not bookmarked, shared or shown on screen.
     const match = location.hash.match(/^#token=([^&]*)/);
-    if (!match) return;
+    if (!match) return false;
     const given = decodeURIComponent(match[1]).trim();
     if (given) sessionStorage.setItem(TOKEN_KEY, given);
     history.replaceState(null, "", location.pathname + location.search);
+    return true;
   }
 
   // --- the API --------------------------------------------------------------------------
@@ -251,8 +251,8 @@
 
   // Periods on x (one per row, labelled as the API labels them); each series its own style.
   // Drawn once the holder is in the page, as wide as it is (and redrawn when that changes).
-  function periodChart(holder, labels, series, currency) {
-    pendingCharts.push(() => {
+  function periodChart(draws, holder, labels, series, currency) {
+    draws.push(() => {
       const shown = compactMoney(currency);
       const bars = uPlot.paths.bars({ size: [0.6, 48] });
       const options = {
@@ -311,7 +311,7 @@
 
   // --- views ----------------------------------------------------------------------------
 
-  async function portfolio(view) {
+  async function portfolio(view, draws) {
     const windowName = state.window;
     const [roi, periods, byInitiative, byVendor, initiatives, integrations] = await Promise.all([
       api("/roi", { window: windowName }),
@@ -420,7 +420,7 @@
 
     view.append(head, notice || "", summary, h("div", { class: "two" }, over, vendorBlock),
       ranking);
-    periodChart(holder, rows.map((row) => row.label), [
+    periodChart(draws, holder, rows.map((row) => row.label), [
       { label: "Total cost", color: "#c05621", fill: "rgba(221,107,32,0.35)", bars: true,
         values: rows.map((row) => units(row.total_cost_cents)) },
       { label: "Approved value", color: "#2f855a",
@@ -428,7 +428,7 @@
     ], currency);
   }
 
-  async function initiativeView(view, id) {
+  async function initiativeView(view, id, draws) {
     const [initiative, roi, budgets, decisions, months] = await Promise.all([
       api(`/initiatives/${id}`),
       api("/roi", { initiative_id: id, window: "all" }),
@@ -540,7 +540,7 @@
       decisionBlock);
     if (row) {
       const rate = row.budgeted ? units(row.budget_monthly_run_rate_cents) : null;
-      periodChart(holder, months.data.map((month) => month.label), [
+      periodChart(draws, holder, months.data.map((month) => month.label), [
         { label: "Opex", color: "#c05621", fill: "rgba(221,107,32,0.35)", bars: true,
           values: months.data.map((month) => units(month.opex_cents)) },
         { label: "Capex", color: "#2b6cb0",
@@ -644,7 +644,7 @@
 
   async function render() {
     const current = ++generation;
-    pendingCharts = [];
+    const draws = []; // this render's charts, drawn once its view is in the page
     if (!token()) {
       showSignIn("");
       return;
@@ -663,10 +663,10 @@
     const view = h("div", { class: "view", "data-view": name });
     document.body.dataset.state = "loading";
     try {
-      if (initiative) await initiativeView(view, initiative[1]);
+      if (initiative) await initiativeView(view, initiative[1], draws);
       else if (name === "budgets") await budgetsView(view);
       else if (name === "connections") await connectionsView(view);
-      else await portfolio(view);
+      else await portfolio(view, draws);
     } catch (error) {
       if (current !== generation) return;
       document.body.dataset.state = "error";
@@ -684,7 +684,7 @@
     showAlert("");
     destroyCharts();
     document.getElementById("view").replaceChildren(view);
-    for (const draw of pendingCharts.splice(0)) draw();
+    for (const draw of draws) draw();
     document.body.dataset.state = "ready";
   }
 
@@ -707,6 +707,8 @@
     });
     // A new view starts at its top, and the keyboard's next Tab goes into its content.
     window.addEventListener("hashchange", () => {
+      // A link with #token= opened in this tab: another account's token, perhaps.
+      if (takeTokenFromFragment()) state.initiatives = null;
       render().then(() => {
         window.scrollTo(0, 0);
         document.getElementById("main").focus({ preventScroll: true });
