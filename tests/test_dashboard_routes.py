@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
-
-from airoi.app import create_app
-from airoi.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "src" / "airoi" / "web"
@@ -31,14 +27,8 @@ CSP = (
 )
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient[Litestar]]:
-    # An empty store: the page and its files read nothing from it.
-    store = tmp_path_factory.mktemp("web") / "web.db"
-    app = create_app(Settings(database_url=f"sqlite:///{store}"))
-    with TestClient(app) as test_client:
-        yield test_client
-    app.state.engine.dispose()
+# `client` (tests/conftest.py): the served app over an empty store, SQLite and PostgreSQL; the
+# page and its files read nothing from it.
 
 
 class Loaded(HTMLParser):
