@@ -405,7 +405,8 @@
     const largest = vendors.length ? Number(vendors[0].total_cost_cents) : 0;
     const vendorBlock = section("Cost by vendor", { "data-window": windowName },
       vendors.length === 0 ? h("p", { class: "muted" }, "No cost in this window.") :
-        table(null, ["Vendor", ["Capex", "num"], ["Opex", "num"], ["Total cost", "num"], ""],
+        table(null, ["Vendor", ["Capex", "num"], ["Opex", "num"], ["Total cost", "num"],
+          ["", "bar-cell"]],
           vendors.map((row) => h("tr", {},
             h("th", { scope: "row" }, row.key === null ? h("em", {}, row.label) : row.label),
             h("td", { class: "num" }, money(row.capex_cents, currency,
@@ -510,6 +511,9 @@
           h("dt", {}, "Spent before the budget"), h("dd", {}, b("spent_before_budget_cents"))),
         h("div", { class: "burn", "data-window": "1yr" },
         h("h3", {}, "Monthly burn, last 12 months"),
+        row.budgeted && row.currency && row.currency !== currency ? h("p", { class: "muted" },
+          `Spend in ${currency}; the budget is kept in ${row.currency}, so its monthly rate is `
+          + "not drawn against it.") : null,
         holder,
         h("details", {}, h("summary", {}, "Figures by month"),
           table(null, ["Month", ["Capex", "num"], ["Opex", "num"], ["Total cost", "num"]],
@@ -539,15 +543,18 @@
     view.append(head, about || "", h("div", { class: "two" }, caseBlock, budgetBlock),
       decisionBlock);
     if (row) {
-      const rate = row.budgeted ? units(row.budget_monthly_run_rate_cents) : null;
+      // Spend is in the account currency; the budget's rate is drawn beside it only when the
+      // budget is kept in that currency too.
+      const rate = row.budgeted && (row.currency || currency) === currency
+        ? units(row.budget_monthly_run_rate_cents) : null;
       periodChart(draws, holder, months.data.map((month) => month.label), [
         { label: "Opex", color: "#c05621", fill: "rgba(221,107,32,0.35)", bars: true,
           values: months.data.map((month) => units(month.opex_cents)) },
         { label: "Capex", color: "#2b6cb0",
           values: months.data.map((month) => units(month.capex_cents)) },
-        { label: "Budgeted monthly rate", color: "#2d3748", dash: [6, 4],
+        rate === null ? null : { label: "Budgeted monthly rate", color: "#2d3748", dash: [6, 4],
           values: months.data.map(() => rate) },
-      ], currency);
+      ].filter(Boolean), currency);
     }
   }
 
