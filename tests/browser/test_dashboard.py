@@ -409,6 +409,21 @@ def test_the_budgets_overview_keeps_each_status_apart(watched: Watched, served: 
     page.click(f"section[data-status=over] a[href='#/initiatives/{over['initiative_id']}']")
     wait_for(watched, "[data-view=initiative]")
     assert page.get_attribute(".badge[data-status]", "data-status") == "over"
+    # Its burn is drawn against the budget's monthly rate when both are in one currency, and
+    # a budget kept in another currency is not drawn against spend in the account's.
+    account = served.api("/roi")["currency"]
+    legend = page.locator(".burn .u-legend")
+    assert over["currency"] == account
+    assert "Budgeted monthly rate" in (legend.text_content() or "")
+    foreign = next(r for r in budgets if r["budgeted"] and r["currency"] != account)
+    page.evaluate("id => { location.hash = `#/initiatives/${id}`; }", foreign["initiative_id"])
+    wait_for(watched, f"[data-view=initiative] h1:text-is({by_title(served, foreign)!r})")
+    assert "Budgeted monthly rate" not in (legend.text_content() or "")
+    assert page.is_visible(f"text=the budget is kept in {foreign['currency']}")
+
+
+def by_title(served: Served, budget: dict[str, Any]) -> str:
+    return str(served.api(f"/initiatives/{budget['initiative_id']}")["title"])
 
 
 def test_connections_needing_attention_are_those_in_error_or_to_reconnect(
