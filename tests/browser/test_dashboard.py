@@ -24,7 +24,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from airoi.db.engine import make_engine
+from airoi.db.migrate import upgrade
 from airoi.settings import Settings
+from tests.factories import BundleBuilder
 from tests.servers import RunningServer, airoi_serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -483,6 +486,34 @@ def test_too_many_requests_shows_the_apis_message(watched: Watched, served: Serv
     assert re.fullmatch(re.sub(r"\d+", r"\\d+", re.escape(message)), shown_message), shown_message
     # Still signed in: a 429 is not a refused token.
     assert watched.page.evaluate("sessionStorage.getItem('airoi.token')") == served.token
+
+
+def test_a_plan_without_api_access_shows_the_apis_message(watched: Watched, tmp_path: Path) -> None:
+    # SPEC 5.5: a good token of an account whose plan has no API access is refused 403.
+    url = f"sqlite:///{tmp_path / 'no-api.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    account = b.account(name="No API", api_access=False)
+    secret = b.token(b.user(account, role="owner"))
+    b.load(engine)
+    engine.dispose()
+    store = RunningServer(Settings(database_url=url))
+    try:
+        watched.other_server = f"127.0.0.1:{store.port}"
+        watched.expected_errors = ("status of 403",)
+        said = httpx.get(
+            f"{store.base_url}/api/v1/roi", headers={"Authorization": f"Bearer {secret}"}
+        )
+        watched.page.goto(f"{store.base_url}/#token={secret}")
+        watched.page.wait_for_selector("#alert:not([hidden])")
+        assert said.status_code == 403
+        assert watched.page.text_content("#alert") == said.json()["error"]["message"]
+        # The token is good: the tab stays signed in, and shows no figure.
+        assert watched.page.evaluate("sessionStorage.getItem('airoi.token')") == secret
+        assert watched.figures() == []
+    finally:
+        store.stop()
 
 
 def test_it_is_used_with_the_keyboard_alone(watched: Watched, served: Served) -> None:
