@@ -12,6 +12,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine
 
+from airoi.apidocs import DOCS_PATH
 from airoi.app import create_app
 from airoi.settings import Settings
 from tests.conftest import bearer
@@ -48,11 +49,15 @@ def document(app: Litestar) -> dict[str, Any]:
 
 
 def served_paths(app: Litestar) -> set[str]:
-    # The /api/v1 document describes /api/v1; /healthz, /readyz and /metrics sit outside it.
+    # The /api/v1 document describes /api/v1; /healthz, /readyz and /metrics sit outside it,
+    # and so do the index /api/v1 and the docs page under /api/v1/docs (pages for people,
+    # not operations: tests/test_api_docs.py).
     return {
         route.path_format
         for route in app.routes
-        if "GET" in getattr(route, "methods", ()) and route.path_format.startswith("/api/v1/")
+        if "GET" in getattr(route, "methods", ())
+        and route.path_format.startswith("/api/v1/")
+        and not route.path_format.startswith(DOCS_PATH)
     }
 
 

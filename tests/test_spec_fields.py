@@ -120,15 +120,15 @@ def missing(shape: Any, table: SpecTable | dict[str, str]) -> list[str]:
 # Each SPEC 2 table, with every interface that serves its row whole.
 SOURCE, ENVELOPE, CURRENT_VERSION = ("2.1", 0), ("2.1", 1), ("2.7", 1)
 SERVED: list[tuple[tuple[str, int], tuple[Any, ...]]] = [
-    (SOURCE, (Source,)),
+    (SOURCE, (Source, tool_models.SourceRef)),
     (("2.2", 0), (Initiative,)),
     (("2.3", 0), (CostEntry,)),
     (("2.4", 0), (ValueEntry,)),
     (("2.5", 0), (Metric,)),
-    (("2.6", 0), (Observation,)),
+    (("2.6", 0), (Observation, tool_models.ReadingItem)),
     (("2.7", 0), (BudgetRow, tool_models.Budget)),
     (CURRENT_VERSION, (CurrentVersion, tool_models.BudgetVersionRef)),
-    (("2.8", 0), (Decision,)),
+    (("2.8", 0), (Decision, tool_models.DecisionItem)),
     (("2.9", 0), (Integration,)),
     (("2.10", 0), (RoiSummary, tool_models.RoiSummary)),
 ]

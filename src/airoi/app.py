@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Union, cast
+from typing import Any, Union
 
 import msgspec
 from anyio import to_thread
@@ -59,6 +59,7 @@ from airoi.api.common import (
     provide_principal,
     provide_today,
 )
+from airoi.apidocs import ApiDocsPage, api_index, docs_router
 from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
@@ -464,8 +465,9 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         ),
         create_examples=False,
         # The description is served by our own handler inside /api/v1 (so it is itself
-        # described); an empty router stands in for the framework's documentation routes.
-        openapi_controller=cast(Any, Router("/_no_docs", route_handlers=[])),
+        # described); the framework's routes are the docs page at /api/v1/docs (airoi.apidocs).
+        render_plugins=[ApiDocsPage()],
+        openapi_router=docs_router(strict_parameters),
     )
     # SPEC 4.B: /mcp behind the same token middleware; its session manager runs in the lifespan.
     mcp = mcp_endpoint(engine, settings)
@@ -474,6 +476,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         route_handlers=[
             api,
             openapi_description,
+            api_index,
             mcp.route_handler,
             healthz,
             readyz,

@@ -281,12 +281,17 @@ def load(
         )
 
 
+def _served_url(host: str, port: int) -> str:
+    """The root URL a client reaches the server at, listening on `host` and `port`."""
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host  # noqa: S104
+    if ":" in shown and not shown.startswith("["):  # an IPv6 address
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
+
+
 def _base_urls(host: str, port: int) -> tuple[str, str, str]:
     """The API's base URL, the tool endpoint's and the dashboard's."""
-    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host  # noqa: S104
-    if ":" in shown:  # an IPv6 address is written in brackets in a URL
-        shown = f"[{shown}]"
-    root = f"http://{shown}:{port}"
+    root = _served_url(host, port)
     return f"{root}/api/v1", f"{root}/mcp", f"{root}/"
 
 
@@ -513,6 +518,9 @@ def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     configure_logging(settings.log_format, settings.log_level)
     # The workers read these from the environment they inherit.
     os.environ["AIROI_DATABASE_URL"] = settings.database_url
+    if not os.environ.get("AIROI_APP_URL"):
+        # The page links tools return point where this serves, unless set (the demo's pages).
+        os.environ["AIROI_APP_URL"] = _served_url(host, port)
     os.environ[HEADER_TIMEOUT_ENV] = repr(settings.header_timeout_seconds)
     with _metrics_directory(workers):
         uvicorn.run(

@@ -24,7 +24,9 @@ def chromium_path() -> str | None:
     return shutil.which("chromium")
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API runs an event loop in the main thread while
+# it is started, and a later test's asyncio.run() (tests/test_docs.py's tool list) would fail.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     executable = chromium_path()
     if executable is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -41,11 +41,11 @@ def test_list_integrations_serves_no_secrets(served: Served, world: World) -> No
     assert [i["id"] for i in only_b["integrations"]] == [world.ids["z_slack"]]
 
 
-def test_list_integrations_takes_no_arguments(served: Served, world: World) -> None:
+def test_list_integrations_takes_only_a_page(served: Served, world: World) -> None:
     # SEMANTICS R12, R27: an argument is refused by name, neither read as a filter nor ignored.
     assert served.ok(world.token_a, "list_integrations", {})["total"] == 2
     sentence = served.refused(world.token_a, "list_integrations", {"status": "error"})
-    assert sentence == "Unknown argument 'status'; this tool takes no arguments."
+    assert sentence == "Unknown argument 'status'; this tool accepts: limit, cursor."
 
 
 def article(served: Served, token: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +97,8 @@ def test_platform_setup_guide_with_this_accounts_connection(
     assert guide["tips"] == list(entry.tips)
     assert guide["auth_type"] == "api_key"
     assert guide["connected"] is True
+    # An active connection the platform has not refused: there and working.
+    assert (guide["has_connection"], guide["has_working_connection"]) == (True, True)
     assert guide["connections"] == [
         {
             "id": world.ids["openai"],
@@ -121,6 +123,11 @@ def test_platform_setup_guide_is_per_account(served: Served, world: World) -> No
     assert [c["id"] for c in slack_b["connections"]] == [world.ids["z_slack"]]
     zendesk = served.ok(world.token_a, "get_platform_setup_guide", {"platform": "zendesk"})
     assert zendesk["connections"][0]["status"] == "error"
+    # A connection in error (and refused by the platform) is there, but not working.
+    assert (zendesk["has_connection"], zendesk["has_working_connection"]) == (True, False)
+    assert zendesk["connected"] is True  # SPEC 4.B: whether the account has connected it
+    for absent in (for_b, slack_a):
+        assert (absent["has_connection"], absent["has_working_connection"]) == (False, False)
 
 
 @pytest.mark.parametrize(
@@ -135,3 +142,46 @@ def test_platform_setup_guide_refusals(
     served: Served, world: World, arguments: dict[str, Any], words: str
 ) -> None:
     assert words in served.refused(world.token_a, "get_platform_setup_guide", arguments)
+
+
+@pytest.mark.parametrize(
+    ("connections", "has", "working"),
+    [
+        ([], False, False),
+        ([("active", None)], True, True),
+        ([("active", "2026-06-01")], True, False),  # the platform refused the grant
+        ([("disconnected", None)], True, False),
+        ([("paused", None)], True, False),
+        ([("error", None), ("active", None)], True, True),
+    ],
+)
+def test_has_working_connection_is_an_active_one_needing_no_reconnecting(
+    monkeypatch: pytest.MonkeyPatch,
+    connections: list[tuple[str, str | None]],
+    has: bool,
+    working: bool,
+) -> None:
+    # Issue 23: `connected` said true for a disconnected or failing connection.
+    from types import SimpleNamespace
+
+    from airoi.auth import Principal
+    from airoi.tools import repository, service
+
+    rows = [
+        SimpleNamespace(
+            id=i + 1, name=None, status=status, last_synced_at=None, reauth_required_at=reauth
+        )
+        for i, (status, reauth) in enumerate(connections)
+    ]
+    monkeypatch.setattr(repository, "list_integrations", lambda *a, **k: (rows, len(rows)))
+    guide = service.platform_setup_guide(
+        None,  # type: ignore[arg-type]
+        cast(Principal, None),
+        platform="openai",
+        pages=service.Pages(APP_URL),
+    )
+    assert (guide.connected, guide.has_connection, guide.has_working_connection) == (
+        has,
+        has,
+        working,
+    )

@@ -1,5 +1,5 @@
 """The endpoint itself: mounted at exactly /mcp, behind the API's token check (SPEC 4.B, 5, 7;
-SEMANTICS R27, R29), host checks from settings, and the seven tools' declarations."""
+SEMANTICS R27, R29), host checks from settings, and the tools' declarations."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from tests.conftest import bearer
 from tests.tools.conftest import Served
 from tests.tools.world import World
 
-TOOLS = {
+# SPEC 4.B's seven, and the analysis tools added beside them.
+SPEC_TOOLS = {
     "get_roi_summary",
     "list_initiatives",
     "get_initiative",
@@ -24,6 +25,14 @@ TOOLS = {
     "get_help_article",
     "get_platform_setup_guide",
 }
+TOOLS = SPEC_TOOLS | {"get_roi_breakdown", "list_decisions", "list_metric_readings"}
+LIST_TOOLS = (
+    "list_initiatives",
+    "list_integrations",
+    "get_roi_breakdown",
+    "list_decisions",
+    "list_metric_readings",
+)
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -153,7 +162,7 @@ def test_transport_security_covers_every_served_name() -> None:
     assert not anything.enable_dns_rebinding_protection
 
 
-def test_tools_list_declares_seven_read_only_typed_tools(served: Served, world: World) -> None:
+def test_tools_list_declares_read_only_typed_tools(served: Served, world: World) -> None:
     tools = {tool.name: tool for tool in served.list_tools(world.token_a)}
     assert set(tools) == TOOLS
     for tool in tools.values():
@@ -201,13 +210,40 @@ def test_tools_list_declares_seven_read_only_typed_tools(served: Served, world: 
     assert types_of(props("search")["query"]) == {"string"}
     assert types_of(props("search")["types"]) == {"array", "null"}
     limit = props("list_initiatives")["limit"]
-    assert limit["type"] == "integer"
-    assert (limit["default"], limit["minimum"], limit["maximum"]) == (20, 1, 50)  # SPEC 8
+    # null is the advertised "omit" of every optional argument: {integer, null}.
+    (integer,) = [option for option in limit["anyOf"] if option["type"] == "integer"]
+    assert types_of(limit) == {"integer", "null"}
+    assert (limit["default"], integer["minimum"], integer["maximum"]) == (20, 1, 50)  # SPEC 8
+    assert types_of(props("get_roi_summary")["window"]) == {"string", "null"}
+    assert props("get_roi_summary")["window"]["default"] == "all"
     assert tools["get_initiative"].input_schema["required"] == ["initiative_id"]
     assert props("search")["query"]["minLength"] == 2  # SPEC 8
     assert tools["search"].input_schema["required"] == ["query"]
     assert "help_article" in enum_of(props("search")["types"])
-    assert props("list_integrations") == {}
+    assert set(props("list_integrations")) == {"limit", "cursor"}
+    # Every list takes a cursor and returns next_cursor (issue 23).
+    for name in LIST_TOOLS:
+        assert types_of(props(name)["cursor"]) == {"string", "null"}, name
+        assert "next_cursor" in tools[name].output_schema["properties"], name  # type: ignore[index]
+    assert tools["get_roi_breakdown"].input_schema["required"] == ["by"]
+    assert enum_of(props("get_roi_breakdown")["by"]) == [
+        "initiative",
+        "month",
+        "quarter",
+        "cost_type",
+        "vendor",
+    ]
+    breakdown_limit = props("get_roi_breakdown")["limit"]
+    (integer,) = [o for o in breakdown_limit["anyOf"] if o["type"] == "integer"]
+    assert (breakdown_limit["default"], integer["maximum"]) == (20, 50)
+    # Ids of search hits are taken somewhere, and the descriptions say where.
+    assert "person" in props("list_initiatives")["owner_id"]["description"]
+    assert "vendor" in props("get_roi_breakdown")["vendor_id"]["description"]
+    assert "metric" in props("list_metric_readings")["metric_key"]["description"]
+    for feeds in ("owner_id", "vendor_id", "metric_key"):
+        assert feeds in (tools["search"].description or ""), feeds
+    guide = tools["get_platform_setup_guide"].output_schema["properties"]  # type: ignore[index]
+    assert {"connected", "has_connection", "has_working_connection"} <= set(guide)
     assert set(props("get_help_article")) == {"slug", "id"}
     assert tools["get_platform_setup_guide"].input_schema["required"] == ["platform"]
     assert "roi_percent" in tools["get_roi_summary"].output_schema["properties"]  # type: ignore[index]

@@ -21,7 +21,16 @@ def calls_naming(world: World, own: str) -> list[tuple[str, dict[str, Any]]]:
         ("get_platform_setup_guide", {"platform": "openai"}),
         ("get_platform_setup_guide", {"platform": "slack"}),
         ("get_initiative", {"initiative_id": ids[own]}),
+        ("list_decisions", {}),
+        ("list_decisions", {"initiative_id": ids[own]}),
+        ("list_metric_readings", {}),
+        ("list_metric_readings", {"initiative_id": ids[own]}),
+        ("list_metric_readings", {"metric_key": "invoices_processed"}),
+        ("list_metric_readings", {"metric_key": "zebra_stripes"}),
     ]
+    for by in ("initiative", "month", "quarter", "cost_type", "vendor"):
+        calls.append(("get_roi_breakdown", {"by": by}))
+        calls.append(("get_roi_breakdown", {"by": by, "initiative_id": ids[own], "limit": 50}))
     for window in WINDOWS:
         calls.append(("get_roi_summary", {"window": window}))
         calls.append(("get_roi_summary", {"window": window, "initiative_id": ids[own]}))
@@ -67,6 +76,9 @@ def test_ids_of_the_other_account_answer_as_missing(served: Served, world: World
         calls: list[tuple[str, dict[str, Any]]] = []
         for key in keys:
             calls.append(("get_initiative", {"initiative_id": world.ids[key]}))
+            calls.append(("get_roi_breakdown", {"by": "month", "initiative_id": world.ids[key]}))
+            calls.append(("list_decisions", {"initiative_id": world.ids[key]}))
+            calls.append(("list_metric_readings", {"initiative_id": world.ids[key]}))
             for window in WINDOWS:
                 calls.append(
                     ("get_roi_summary", {"initiative_id": world.ids[key], "window": window})

@@ -60,7 +60,7 @@ def build_world(engine: Engine) -> World:
     )
     ids["p"] = p
     ids["q"] = b.initiative(a, title="Sales email drafts", stage="implementing")
-    ids["r"] = b.initiative(a, title="Support triage", stage="identified")
+    ids["r"] = b.initiative(a, title="Support triage", stage="identified", owner_id=grace)
     ids["r2"] = b.initiative(a, title="Triage for invoices", stage="reviewing")
     ids["s"] = b.initiative(a, title="Completed pilot", stage="completed")
     ids["t"] = b.initiative(a, title="Paused chatbot", stage="paused")
@@ -79,7 +79,14 @@ def build_world(engine: Engine) -> World:
             vendor_name="Acme Vendor",
             cost_type="software",
         )
-    b.cost_entry(ids["q"], amount_cents=5_000, currency="EUR", period_start="2026-02-01")
+    b.cost_entry(
+        ids["q"],
+        amount_cents=5_000,
+        currency="EUR",
+        period_start="2026-02-01",
+        vendor_name="Beta Labs",
+        cost_type="tokens",
+    )
     b.cost_entry(ids["eur"], amount_cents=7_000, currency="EUR", period_start="2026-03-01")
     b.cost_entry(ids["eur"], amount_cents=3_000, period_start="2026-04-01")
     b.cost_entry(ids["sample"], amount_cents=99_999, period_start="2026-03-01")
@@ -122,6 +129,69 @@ def build_world(engine: Engine) -> World:
         },
     )
     ids["metric"] = b.metric(a, metric_key="invoices_processed", name="Invoices processed")
+    ids["hours_metric"] = b.metric(a, metric_key="hours_saved", name="Hours saved")
+    # Readings of A's metrics: three of one metric on p (a baseline, then two), one on q.
+    ids["readings"] = [
+        b.observation(
+            metric_id=ids["metric"],
+            initiative_id=p,
+            role="baseline",
+            value=120.0,
+            observed_at="2026-01-31T00:00:00Z",
+        ),
+        b.observation(
+            metric_id=ids["metric"],
+            initiative_id=p,
+            value=180.0,
+            observed_at="2026-03-31T00:00:00Z",
+        ),
+        b.observation(
+            metric_id=ids["metric"],
+            initiative_id=p,
+            value=240.5,
+            observed_at="2026-05-31T00:00:00Z",
+        ),
+        b.observation(
+            metric_id=ids["hours_metric"],
+            initiative_id=ids["q"],
+            value=12.0,
+            observed_at="2026-04-30T00:00:00Z",
+        ),
+    ]
+    # Portfolio decisions of A: two on p, one on q.
+    ids["decisions"] = [
+        b.decision(
+            a,
+            initiative_id=p,
+            subject_title="Invoice capture",
+            outcome="scale",
+            rationale="Savings ahead of plan.",
+            decided_by_id=ada,
+            decided_at="2026-03-01T12:00:00Z",
+            currency="USD",
+            approved_value_cents=300_000,
+            cost_to_date_cents=120_066,
+            net_cents=179_934,
+        ),
+        b.decision(
+            a,
+            initiative_id=ids["q"],
+            subject_title="Sales email drafts",
+            outcome="fix",
+            rationale="Drafts need review.",
+            stage_before="implementing",
+            stage_after="implementing",
+            decided_by_id=grace,
+        ),
+        b.decision(
+            a,
+            initiative_id=p,
+            subject_title="Invoice capture",
+            outcome="continue",
+            rationale="Steady.",
+            decided_by_id=ada,
+        ),
+    ]
     ids["openai"] = b.integration(
         a,
         platform="openai",
@@ -152,6 +222,16 @@ def build_world(engine: Engine) -> World:
     )
     b._add("initiative_notes", {"initiative_id": z, "author_id": zed, "body": "Zebra note."})
     ids["z_metric"] = b.metric(other, metric_key="zebra_stripes", name="Zebra stripes")
+    ids["z_reading"] = b.observation(metric_id=ids["z_metric"], initiative_id=z, value=7.0)
+    ids["z_decision"] = b.decision(
+        other,
+        initiative_id=z,
+        subject_title="Zebra forecasting",
+        outcome="retire",
+        rationale="Zebra retired.",
+        stage_after="completed",
+        decided_by_id=zed,
+    )
     ids["z_slack"] = b.integration(other, platform="slack", name="Zebra Slack", status="active")
     ids["z_assessment"] = b._add(
         "assessments", {"account_id": other, "title": "Zebra readiness", "status": "active"}

@@ -191,13 +191,21 @@ def compute_breakdown(
     window: str,
     initiative_id: int | None,
     today: date,
+    vendor_id: int | None = None,
 ) -> tuple[RoiScope, RoiPeriod, list[tuple[Key, str, Part[Any]]]]:
-    """Every row of the split, ordered by key (SEMANTICS R37)."""
+    """Every row of the split, ordered by key (SEMANTICS R37). `vendor_id` (the tool's
+    get_roi_breakdown only) splits that vendor's cost alone: value fields null."""
     scope = roi_scope(db, principal, initiative_id)
     period, span = roi_period(window, today)
     cost_by, value_by = _GROUPS[by]
     sums = roi_sums(
-        db, principal, initiative_id=initiative_id, span=span, cost_by=cost_by, value_by=value_by
+        db,
+        principal,
+        initiative_id=initiative_id,
+        span=span,
+        cost_by=cost_by,
+        value_by=value_by,
+        vendor_id=vendor_id,
     )
     fy_start = principal.fiscal_year_start_month
     if by == "initiative":
@@ -303,10 +311,43 @@ def get_roi_breakdown(
         ),
     ] = None,
 ) -> RoiBreakdown:
-    codec = cursors.codec(db)
+    return breakdown_page(
+        db,
+        principal,
+        cursors.codec(db),
+        by=by,
+        window=window,
+        initiative_id=initiative_id,
+        today=today,
+        limit=limit,
+        cursor=cursor,
+    )
+
+
+def breakdown_page(
+    db: Connection,
+    principal: Principal,
+    codec: CursorCodec,
+    *,
+    by: By,
+    window: str,
+    initiative_id: int | None,
+    today: date,
+    limit: int,
+    cursor: str | None,
+    vendor_id: int | None = None,
+) -> RoiBreakdown:
+    """One page of the split, for the endpoint and the get_roi_breakdown tool alike; a bad
+    cursor is a 400 (ApiError) before anything is summed."""
     after = None if cursor is None else _order(_after(codec, by, principal.account_id, cursor))
     scope, period, rows = compute_breakdown(
-        db, principal, by=by, window=window, initiative_id=initiative_id, today=today
+        db,
+        principal,
+        by=by,
+        window=window,
+        initiative_id=initiative_id,
+        today=today,
+        vendor_id=vendor_id,
     )
     if after is not None:
         rows = [row for row in rows if _order(row[0]) > after]

@@ -149,10 +149,17 @@ def roi_sums(
     span: tuple[date, date] | None,
     cost_by: Sequence[str] = (),
     value_by: Sequence[str] | None = (),
+    vendor_id: int | None = None,
 ) -> RoiSums:
     """Converted amounts summed in SQL (R5, R2, R7), grouped by the named columns of each
-    table; `value_by=None` leaves approved value out (a split of cost alone)."""
+    table; `value_by=None` leaves approved value out (a split of cost alone). `vendor_id`
+    narrows cost to that vendor's entries (the tools' spend of one vendor): value is then
+    left out, as value entries name no vendor."""
     cost_keys = [cost_entries.c[name] for name in cost_by]
+    cost_scope = _in_scope(cost_entries, principal, initiative_id, span)
+    if vendor_id is not None:
+        cost_scope = and_(cost_scope, cost_entries.c.vendor_id == vendor_id)
+        value_by = None
     cost: dict[Key, dict[str, int]] = {}
     for *key, category, cents in db.execute(
         select(
@@ -160,7 +167,7 @@ def roi_sums(
             cost_entries.c.cost_category,
             func.coalesce(func.sum(cost_entries.c.account_amount_cents), 0),
         )
-        .where(_in_scope(cost_entries, principal, initiative_id, span))
+        .where(cost_scope)
         # The category first: on SQLite the scan then stays on the covering ROI index
         # rather than an initiative index that would save a sort and cost a lookup a row.
         .group_by(cost_entries.c.cost_category, *cost_keys)

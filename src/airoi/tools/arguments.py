@@ -10,34 +10,89 @@ such parameters with 400 (R12), a tool refuses such arguments with one sentence 
 `extra="forbid"` and `strict=True`, so unknown names and wrong JSON types fail the one
 pydantic validation the SDK already runs (and the advertised inputSchema says
 `additionalProperties: false`). A JSON integer stays an integer; 5.0, "5" and true do not.
+
+JSON null given for an optional argument is taken as the argument omitted, for every optional
+argument alike (its default applies), and each one's inputSchema says null is accepted.
+
+A result's text content is two blocks: one line saying what it holds, amounts as formatted
+money (the tool's `summary`), then the structured content as compact JSON, unchanged.
 """
 
 from __future__ import annotations
 
+import json
+import types
 from collections.abc import Callable
-from typing import Any, cast
+from copy import copy
+from typing import Annotated, Any, Optional, Union, cast, get_args, get_origin
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import ToolAnnotations
-from pydantic import ConfigDict
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import ConfigDict, WithJsonSchema, create_model
 
 STRICT = ConfigDict(extra="forbid", strict=True)
+
+# The line said before a result's JSON: made from the tool's returned result model.
+Summary = Callable[[Any], str]
 
 
 class StrictFuncMetadata(FuncMetadata):
     """The SDK's argument handling, with each value validated as it was sent."""
 
+    summary: Annotated[Any, WithJsonSchema(None)] = None
+
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
         # The SDK would json.loads a string given for a non-string argument ("null" became
         # None, '["page"]' a list); a string is a string (SEMANTICS R12: no coercion).
-        return dict(data)
+        # A JSON null for an optional argument is that argument omitted: its default applies.
+        fields = self.arg_model.model_fields
+        return {
+            name: value
+            for name, value in data.items()
+            if not (value is None and name in fields and not fields[name].is_required())
+        }
+
+    def convert_result(self, result: Any) -> CallToolResult | InputRequiredResult:
+        converted = super().convert_result(result)
+        if not isinstance(converted, CallToolResult) or converted.structured_content is None:
+            return converted
+        compact = json.dumps(
+            converted.structured_content, separators=(",", ":"), ensure_ascii=False
+        )
+        content = [TextContent(type="text", text=compact)]
+        if self.summary is not None:
+            content.insert(0, TextContent(type="text", text=self.summary(result)))
+        return converted.model_copy(update={"content": content})
+
+
+def _takes_null(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        return _takes_null(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, types.UnionType):
+        return type(None) in get_args(annotation)
+    return annotation is None or annotation is type(None)
 
 
 def strict_model(model: type[ArgModelBase]) -> type[ArgModelBase]:
-    """The same fields, refusing undeclared names and values of another JSON type."""
+    """The same fields, refusing undeclared names and values of another JSON type; every
+    optional one also takes null (meaning omitted, see `StrictFuncMetadata.pre_parse_json`)."""
     namespace = {"model_config": STRICT, "__module__": __name__}
-    return cast(type[ArgModelBase], type(model.__name__, (model,), namespace))
+    strict = cast(type[ArgModelBase], type(model.__name__, (model,), namespace))
+    nullable: dict[str, Any] = {}
+    for name, field in strict.model_fields.items():
+        if field.is_required() or _takes_null(field.annotation):
+            continue
+        info = copy(field)
+        annotation: Any = Optional[field.annotation]  # noqa: UP045 (a value here)
+        info.annotation = annotation
+        nullable[name] = (annotation, info)
+    if not nullable:
+        return strict
+    return cast(
+        type[ArgModelBase],
+        create_model(model.__name__, __base__=strict, __module__=__name__, **nullable),
+    )
 
 
 def strict_tool(
@@ -47,8 +102,10 @@ def strict_tool(
     title: str,
     description: str,
     annotations: ToolAnnotations,
+    summary: Summary | None = None,
 ) -> Tool:
-    """`fn` as a structured-output tool whose arguments are checked strictly."""
+    """`fn` as a structured-output tool whose arguments are checked strictly, its text
+    content the line `summary` makes of its result and the compact JSON."""
     tool = Tool.from_function(
         fn,
         name=name,
@@ -64,6 +121,7 @@ def strict_tool(
         output_schema=lenient.output_schema,
         output_model=lenient.output_model,
         wrap_output=lenient.wrap_output,
+        summary=summary,
     )
     return tool.model_copy(
         update={"fn_metadata": metadata, "parameters": arguments.model_json_schema(by_alias=True)}

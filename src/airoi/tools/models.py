@@ -1,4 +1,4 @@
-"""The typed results of the seven tools (their output schemas, SPEC 4.B).
+"""The typed results of the tools (their output schemas, SPEC 4.B).
 
 Pydantic models, because the MCP SDK derives each tool's `outputSchema` from them
 and validates every structured result against it. Field names follow the HTTP API
@@ -17,16 +17,19 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
+from airoi.api.breakdown import BreakdownRow
 from airoi.api.budgets import BudgetRow, CurrentVersion
-from airoi.api.common import Person
+from airoi.api.common import Person, Source
 from airoi.api.cost_entries import CostEntry
+from airoi.api.decisions import Decision
 from airoi.api.initiatives import Initiative
 from airoi.api.integrations import Integration
+from airoi.api.observations import Observation
 from airoi.api.roi import RoiCost as RoiCostRow
 from airoi.api.roi import RoiSummary as RoiSummaryRow
 from airoi.api.value_entries import ValueEntry
 from airoi.tools.derive import derived
-from airoi.vocabulary import Window
+from airoi.vocabulary import BreakdownBy, Window
 
 RolledUpStatus = Literal["not_started", "active", "completed", "inactive"]
 SearchKind = Literal[
@@ -69,10 +72,16 @@ class RoiPeriod(Result):
 # list_initiatives ---------------------------------------------------------------------------
 
 
+NEXT_CURSOR = (
+    "Null on the last page; pass it as cursor, with the same other arguments, for the next page."
+)
+
+
 class InitiativeListResult(Result):
     initiatives: list[InitiativeItem] = Field(description="Most recently changed first.")
     total: int = Field(description="How many initiatives match, whether shown or not.")
-    has_more: bool = Field(description="True when total is larger than the list shown.")
+    has_more: bool = Field(description="True when more match after this page.")
+    next_cursor: str | None = Field(default=None, description=NEXT_CURSOR)
 
 
 # get_initiative -----------------------------------------------------------------------------
@@ -129,6 +138,18 @@ if TYPE_CHECKING:
         def __init__(self, **fields: Any) -> None: ...
 
     class ConnectionRef(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class BreakdownItem(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class DecisionItem(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class SourceRef(Result):
+        def __init__(self, **fields: Any) -> None: ...
+
+    class ReadingItem(Result):
         def __init__(self, **fields: Any) -> None: ...
 
 else:
@@ -269,6 +290,16 @@ else:
         "ConnectionRef", Integration, "id", "name", "status", "last_synced_at", base=Result
     )
 
+    # get_roi_breakdown: GET /roi/breakdown's rows (SEMANTICS R37), whole.
+    BreakdownItem = derived("BreakdownItem", BreakdownRow, base=Result)
+
+    # list_decisions: GET /decisions's rows, whole.
+    DecisionItem = derived("DecisionItem", Decision, base=Result, refs={Person: PersonRef})
+
+    # list_metric_readings: GET /observations's rows, whole.
+    SourceRef = derived("SourceRef", Source, base=Result)
+    ReadingItem = derived("ReadingItem", Observation, base=Result, refs={Source: SourceRef})
+
 
 # search -------------------------------------------------------------------------------------
 
@@ -294,9 +325,52 @@ class SearchResult(Result):
 
 
 class IntegrationListResult(Result):
-    integrations: list[IntegrationItem]
-    total: int
-    has_more: bool
+    integrations: list[IntegrationItem] = Field(description="By platform, then id.")
+    total: int = Field(description="How many connections match, whether shown or not.")
+    has_more: bool = Field(description="True when more match after this page.")
+    next_cursor: str | None = Field(default=None, description=NEXT_CURSOR)
+
+
+# get_roi_breakdown --------------------------------------------------------------------------
+
+
+class RoiBreakdown(Result):
+    """GET /roi/breakdown for the same arguments (SEMANTICS R37), its page flattened."""
+
+    scope: RoiScope
+    period: RoiPeriod
+    currency: str = Field(description="ISO 4217 code of every amount.")
+    by: BreakdownBy = Field(description="The dimension split along.")
+    vendor_id: int | None = Field(
+        description="The vendor whose cost alone is split, when one was given; null otherwise."
+    )
+    data: list[BreakdownItem] = Field(
+        description="Ordered by key (null last); across all pages they add up to get_roi_summary."
+    )
+    has_more: bool = Field(description="True when more rows follow this page.")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
+
+
+# list_decisions -----------------------------------------------------------------------------
+
+
+class DecisionListResult(Result):
+    decisions: list[DecisionItem] = Field(
+        description="Oldest change first, as GET /decisions serves them."
+    )
+    has_more: bool = Field(description="True when more match after this page.")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
+
+
+# list_metric_readings -----------------------------------------------------------------------
+
+
+class ReadingListResult(Result):
+    readings: list[ReadingItem] = Field(
+        description="Oldest change first, as GET /observations serves them."
+    )
+    has_more: bool = Field(description="True when more match after this page.")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 # get_help_article ---------------------------------------------------------------------------
@@ -325,6 +399,20 @@ class PlatformSetupGuide(Result):
     setup_script: str | None = Field(description="A script to run during setup, if any.")
     tips: list[str]
     docs_hint: str = Field(description="Where the platform's own documentation covers this.")
-    connected: bool = Field(description="Whether this account has a connection to it.")
+    connected: bool = Field(
+        description=(
+            "Whether this account has a connection to it, whatever its status (the same as "
+            "has_connection; see has_working_connection)."
+        )
+    )
+    has_connection: bool = Field(
+        description="Whether this account has a connection to it, whatever its status."
+    )
+    has_working_connection: bool = Field(
+        description=(
+            "Whether one of those connections is active and needs no reconnecting; false "
+            "when every one is paused, disconnected, in error or refused by the platform."
+        )
+    )
     connections: list[ConnectionRef] = Field(description="This account's connections to it.")
     connect_url: str | None = Field(description="The application page to connect it from.")

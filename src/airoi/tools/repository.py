@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, case, func, select
+from sqlalchemy import ColumnElement, Connection, and_, case, func, or_, select
 
 from airoi.auth import Principal
 from airoi.db.tables import (
@@ -40,31 +40,69 @@ owner = users.alias("owner")
 author = users.alias("author")
 
 
-def count_initiatives(db: Connection, principal: Principal, stages: Sequence[str] | None) -> int:
-    query = select(func.count()).select_from(initiatives).where(*_listed(principal, stages))
+def count_initiatives(
+    db: Connection, principal: Principal, stages: Sequence[str] | None, owner_id: int | None = None
+) -> int:
+    query = (
+        select(func.count()).select_from(initiatives).where(*_listed(principal, stages, owner_id))
+    )
     return int(db.execute(query).scalar_one())
 
 
 def list_initiatives(
-    db: Connection, principal: Principal, stages: Sequence[str] | None, limit: int
+    db: Connection,
+    principal: Principal,
+    stages: Sequence[str] | None,
+    limit: int,
+    owner_id: int | None = None,
+    before: tuple[Any, int] | None = None,
 ) -> Sequence[Any]:
-    """Most recently changed first; sample initiatives left out, as on GET /initiatives."""
+    """Most recently changed first; sample initiatives left out, as on GET /initiatives.
+    `before`: the (updated_at, id) of the last row of the previous page."""
+    conditions = _listed(principal, stages, owner_id)
+    if before is not None:
+        stamp, row_id = before
+        conditions.append(
+            or_(
+                initiatives.c.updated_at < stamp,
+                and_(initiatives.c.updated_at == stamp, initiatives.c.id < row_id),
+            )
+        )
     return db.execute(
-        select(initiatives.c.id, initiatives.c.title, initiatives.c.stage)
-        .where(*_listed(principal, stages))
+        select(initiatives.c.id, initiatives.c.title, initiatives.c.stage, initiatives.c.updated_at)
+        .where(*conditions)
         .order_by(initiatives.c.updated_at.desc(), initiatives.c.id.desc())
         .limit(limit)
     ).all()
 
 
-def _listed(principal: Principal, stages: Sequence[str] | None) -> list[ColumnElement[bool]]:
+def _listed(
+    principal: Principal, stages: Sequence[str] | None, owner_id: int | None = None
+) -> list[ColumnElement[bool]]:
     conditions = [
         initiatives.c.account_id == principal.account_id,
         initiatives.c.is_sample.is_(False),
     ]
     if stages is not None:
         conditions.append(initiatives.c.stage.in_(stages))
+    if owner_id is not None:
+        conditions.append(initiatives.c.owner_id == owner_id)
     return conditions
+
+
+def person_exists(db: Connection, principal: Principal, user_id: int) -> bool:
+    """Whether `user_id` is a person of the account (removed ones too: they still own)."""
+    query = select(users.c.id).where(
+        users.c.id == user_id, users.c.account_id == principal.account_id
+    )
+    return db.execute(query).first() is not None
+
+
+def vendor_exists(db: Connection, principal: Principal, vendor_id: int) -> bool:
+    query = select(vendors.c.id).where(
+        vendors.c.id == vendor_id, vendors.c.account_id == principal.account_id
+    )
+    return db.execute(query).first() is not None
 
 
 def initiative(db: Connection, principal: Principal, initiative_id: int) -> Any | None:
@@ -156,14 +194,28 @@ def recent_notes(
 
 
 def list_integrations(
-    db: Connection, principal: Principal, limit: int, platforms: Sequence[str] | None = None
+    db: Connection,
+    principal: Principal,
+    limit: int,
+    platforms: Sequence[str] | None = None,
+    after: tuple[str, int] | None = None,
 ) -> tuple[Sequence[Any], int]:
+    """By platform, then id; `after`: the (platform, id) of the last row of the previous page."""
     where = [integrations.c.account_id == principal.account_id]
     if platforms is not None:
         where.append(func.lower(integrations.c.platform).in_([p.lower() for p in platforms]))
+    page = list(where)
+    if after is not None:
+        platform, row_id = after
+        page.append(
+            or_(
+                integrations.c.platform > platform,
+                and_(integrations.c.platform == platform, integrations.c.id > row_id),
+            )
+        )
     rows = db.execute(
         select(*INTEGRATION_COLUMNS)
-        .where(*where)
+        .where(*page)
         .order_by(integrations.c.platform, integrations.c.id)
         .limit(limit)
     ).all()

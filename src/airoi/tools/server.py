@@ -1,4 +1,4 @@
-"""The MCP server and its seven read-only tools (SPEC 4.B), served at exactly /mcp.
+"""The MCP server and its read-only tools (SPEC 4.B and more), served at exactly /mcp.
 
 The streamable HTTP app runs stateless with JSON responses, behind the app's own
 authentication middleware: a method other than POST is refused 405 (SEMANTICS R30),
@@ -36,7 +36,7 @@ from airoi import __version__
 from airoi.auth import Principal
 from airoi.db.engine import close_or_discard
 from airoi.failures import log_discarded, log_failure
-from airoi.listing import MAX_ID
+from airoi.listing import MAX_ID, Cursors
 from airoi.observability import RequestContext, request_context
 from airoi.settings import Settings
 from airoi.tools import search as search_module
@@ -44,18 +44,22 @@ from airoi.tools import service
 from airoi.tools.arguments import argument_names, strict_tool
 from airoi.tools.errors import ToolRefusal, validation_sentence
 from airoi.tools.models import (
+    DecisionListResult,
     HelpArticle,
     InitiativeDetail,
     InitiativeListResult,
     IntegrationListResult,
     PlatformSetupGuide,
+    ReadingListResult,
+    RoiBreakdown,
     RoiSummary,
     RolledUpStatus,
     SearchKind,
     SearchResult,
 )
 from airoi.tools.protocol_errors import FixedTransportErrors, UnavailableAs503
-from airoi.vocabulary import Window
+from airoi.tools.summaries import SUMMARIES
+from airoi.vocabulary import BreakdownBy, Outcome, Window
 
 MCP_PATH = "/mcp"
 # SEMANTICS R30: the methods /mcp answers. Stateless, the SDK gives no session to end
@@ -65,6 +69,11 @@ MCP_PATH = "/mcp"
 MCP_METHODS = ("POST",)
 LIST_INITIATIVES_DEFAULT = 20
 LIST_INITIATIVES_MAX = 50  # SPEC 8
+# The other lists' pages: get_roi_breakdown, list_decisions, list_metric_readings as
+# list_initiatives; list_integrations as many as it always showed.
+PAGE_DEFAULT = LIST_INITIATIVES_DEFAULT
+PAGE_MAX = LIST_INITIATIVES_MAX
+INTEGRATIONS_DEFAULT = INTEGRATIONS_MAX = 100
 SEARCH_MIN_QUERY = 2  # SPEC 8
 SEARCH_MAX_QUERY = 200
 
@@ -77,9 +86,40 @@ READ_ONLY = ToolAnnotations(
 
 INSTRUCTIONS = (
     "Read-only tools over one account's AI initiatives: ROI, initiatives with budgets and "
-    "spend, connections, help articles and platform setup guides. Amounts are integer cents "
-    "with their currency beside them. Use search to find ids and page URLs."
+    "spend, ROI split by initiative, month, quarter, cost type or vendor, portfolio decisions, "
+    "metric readings, connections, help articles and platform setup guides. Amounts are "
+    "integer cents with their currency beside them. Use search to find ids and page URLs; a "
+    "list returns next_cursor while more follow: pass it back as cursor."
 )
+
+
+Cursor = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=service.MAX_CURSOR,
+        description=(
+            "The next_cursor of the previous call, passed back unchanged with the same other "
+            "arguments; omit for the first page."
+        ),
+    ),
+]
+PageLimit = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=PAGE_MAX,
+        description=f"How many to return, 1 to {PAGE_MAX} (default {PAGE_DEFAULT}).",
+    ),
+]
+IntegrationsLimit = Annotated[
+    int,
+    Field(ge=1, le=INTEGRATIONS_MAX, description=f"How many to return, 1 to {INTEGRATIONS_MAX}."),
+]
+InitiativeFilter = Annotated[
+    int | None,
+    Field(ge=1, le=MAX_ID, description="Only this initiative of the account; omit for all."),
+]
 
 
 class AccountToolServer(MCPServer[Any]):
@@ -154,12 +194,13 @@ def principal_of(ctx: Context) -> Principal:
 
 
 class AccountTools:
-    """The seven tools, each reading one account through a read-only engine."""
+    """The tools, each reading one account through a read-only engine."""
 
     def __init__(self, engine: Engine, settings: Settings) -> None:
         self.engine = engine
         self.settings = settings
         self.pages = service.Pages(settings.app_url)
+        self.cursors = Cursors(settings.secret_key)
 
     def today(self) -> date:
         return self.settings.current_date()
@@ -228,10 +269,29 @@ class AccountTools:
                 description=f"How many to return, 1 to {LIST_INITIATIVES_MAX}.",
             ),
         ] = LIST_INITIATIVES_DEFAULT,
+        owner_id: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_ID,
+                description=(
+                    "Only initiatives this person owns: the id of a search hit of kind person."
+                ),
+            ),
+        ] = None,
+        cursor: Cursor = None,
     ) -> InitiativeListResult:
         principal = principal_of(ctx)
         with self.reading(ctx) as db:
-            return service.initiative_list(db, principal, status=status, limit=limit)
+            return service.initiative_list(
+                db,
+                principal,
+                status=status,
+                limit=limit,
+                owner_id=owner_id,
+                cursor=cursor,
+                cursors=self.cursors,
+            )
 
     def get_initiative(
         self,
@@ -270,10 +330,115 @@ class AccountTools:
         with self.reading(ctx) as db:
             return search_module.search(db, principal, query=query, kinds=types, pages=self.pages)
 
-    def list_integrations(self, ctx: Context) -> IntegrationListResult:
+    def list_integrations(
+        self,
+        ctx: Context,
+        limit: IntegrationsLimit = INTEGRATIONS_DEFAULT,
+        cursor: Cursor = None,
+    ) -> IntegrationListResult:
         principal = principal_of(ctx)
         with self.reading(ctx) as db:
-            return service.integration_list(db, principal)
+            return service.integration_list(
+                db, principal, limit=limit, cursor=cursor, cursors=self.cursors
+            )
+
+    def get_roi_breakdown(
+        self,
+        ctx: Context,
+        by: Annotated[
+            BreakdownBy,
+            Field(
+                description=(
+                    "initiative, month, quarter (of the account's fiscal year), cost_type or "
+                    "vendor."
+                )
+            ),
+        ],
+        window: Annotated[
+            Window,
+            Field(description="all (default), 1yr, 3yr or 5yr, as for get_roi_summary."),
+        ] = "all",
+        initiative_id: InitiativeFilter = None,
+        vendor_id: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_ID,
+                description=(
+                    "Only this vendor's cost (the id of a search hit of kind vendor); value, "
+                    "net value and roi are then null."
+                ),
+            ),
+        ] = None,
+        limit: PageLimit = PAGE_DEFAULT,
+        cursor: Cursor = None,
+    ) -> RoiBreakdown:
+        principal = principal_of(ctx)
+        with self.reading(ctx) as db:
+            return service.roi_breakdown(
+                db,
+                principal,
+                by=by,
+                window=window,
+                initiative_id=initiative_id,
+                vendor_id=vendor_id,
+                limit=limit,
+                cursor=cursor,
+                cursors=self.cursors,
+                today=self.today(),
+            )
+
+    def list_decisions(
+        self,
+        ctx: Context,
+        initiative_id: InitiativeFilter = None,
+        outcome: Annotated[
+            Outcome | None,
+            Field(
+                description="Only decisions with this outcome: continue, scale, fix, pause, retire."
+            ),
+        ] = None,
+        limit: PageLimit = PAGE_DEFAULT,
+        cursor: Cursor = None,
+    ) -> DecisionListResult:
+        principal = principal_of(ctx)
+        with self.reading(ctx) as db:
+            return service.decision_list(
+                db,
+                principal,
+                initiative_id=initiative_id,
+                outcome=outcome,
+                limit=limit,
+                cursor=cursor,
+                cursors=self.cursors,
+            )
+
+    def list_metric_readings(
+        self,
+        ctx: Context,
+        metric_key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="Only readings of this metric: the key of a search hit of kind metric.",
+            ),
+        ] = None,
+        initiative_id: InitiativeFilter = None,
+        limit: PageLimit = PAGE_DEFAULT,
+        cursor: Cursor = None,
+    ) -> ReadingListResult:
+        principal = principal_of(ctx)
+        with self.reading(ctx) as db:
+            return service.reading_list(
+                db,
+                principal,
+                metric_key=metric_key,
+                initiative_id=initiative_id,
+                limit=limit,
+                cursor=cursor,
+                cursors=self.cursors,
+            )
 
     def get_help_article(
         self,
@@ -315,11 +480,22 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
         "roi and roi_percent. The same figures as the ROI dashboard and GET /roi. Only "
         "approved value entries count. roi is null (not zero) when there is no cost.",
     ),
+    "get_roi_breakdown": (
+        "ROI breakdown",
+        "The ROI of a window split by initiative, month, fiscal quarter, cost type or vendor in "
+        "one call: which initiative has the best ROI, spend by vendor, value against cost by "
+        "month. Each row in data has key, label, approved value, capex, opex, total cost, net "
+        "value and roi: the rows of GET /roi/breakdown, which add up to get_roi_summary. "
+        "cost_type and vendor split cost only (value fields null). vendor_id takes the id of a "
+        "search hit of kind vendor and splits that vendor's cost alone. Paged by limit and "
+        "cursor.",
+    ),
     "list_initiatives": (
         "List initiatives",
         "The account's initiatives (sample ones left out), most recently changed first, with "
-        "id, title, stage and rolled-up status. Filter by status; total says how many match. "
-        "Use get_initiative with an id for detail.",
+        "id, title, stage and rolled-up status. Filter by status, or by owner_id: the id of a "
+        "search hit of kind person. total says how many match; pass next_cursor back as cursor "
+        "for the next page. Use get_initiative with an id for detail.",
     ),
     "get_initiative": (
         "Initiative detail",
@@ -334,12 +510,29 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
         "own), connections and platforms not yet connected, vendors, people (names only), "
         "initiative templates, help articles and active assessments. Exact title matches come "
         "first, then prefixes, then other matches. Each hit has its id or key and, where it has "
-        "one, the URL of its page. Restrict with types.",
+        "one, the URL of its page. Restrict with types. A person hit's id filters "
+        "list_initiatives (owner_id), a vendor hit's id get_roi_breakdown (vendor_id), a metric "
+        "hit's key list_metric_readings (metric_key).",
     ),
     "list_integrations": (
         "List connections",
         "The account's connections to other platforms with status, last sync outcome and time, "
-        "and whether the platform needs reconnecting. Credentials are never shown.",
+        "and whether the platform needs reconnecting, by platform. Credentials are never shown. "
+        "total says how many there are; pass next_cursor back as cursor for the next page.",
+    ),
+    "list_decisions": (
+        "List portfolio decisions",
+        "The account's portfolio decisions on initiatives (continue, scale, fix, pause, "
+        "retire) with rationale, who decided, the stage before and after, the next review and "
+        "the figures as they stood when decided: the rows of GET /decisions, oldest change "
+        "first. Filter by initiative_id or outcome; pass next_cursor back as cursor.",
+    ),
+    "list_metric_readings": (
+        "List metric readings",
+        "Readings and baselines of the account's metrics: value in the metric's unit, when it "
+        "was observed, the period it covers, whether it is estimated, and where it came from: "
+        "the rows of GET /observations, oldest change first. Filter by metric_key (the key of "
+        "a search hit of kind metric) and initiative_id; pass next_cursor back as cursor.",
     ),
     "get_help_article": (
         "Help article",
@@ -349,8 +542,9 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
     "get_platform_setup_guide": (
         "Platform setup guide",
         "How to connect one platform: how it authenticates, the steps, where to find the "
-        "credential, any setup script and tips, whether this account already has a connection "
-        "to it (with status), and the URL of the page to connect it from.",
+        "credential, any setup script and tips, whether this account has a connection to it "
+        "(has_connection) and whether one is working (has_working_connection), with each "
+        "connection's status, and the URL of the page to connect it from.",
     ),
 }
 
@@ -370,6 +564,7 @@ def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
                 title=title,
                 description=description,
                 annotations=READ_ONLY,
+                summary=SUMMARIES[name],
             )
             for name, (title, description) in TOOL_TEXTS.items()
         ],

@@ -16,11 +16,15 @@ import msgspec
 from sqlalchemy import Connection
 
 from airoi import catalog
+from airoi.api.breakdown import breakdown_page
 from airoi.api.budgets import compute_budget_rows
+from airoi.api.decisions import DECISIONS, build_decision
+from airoi.api.observations import OBSERVATIONS
 from airoi.api.roi import compute_roi
 from airoi.auth import Principal
 from airoi.errors import ApiError
 from airoi.finance.roi import roi_percent
+from airoi.listing import NOT_ISSUED, CursorCodec, Cursors, Position
 from airoi.timeutil import format_datetime
 from airoi.tools import repository
 from airoi.tools.errors import ToolRefusal
@@ -29,6 +33,8 @@ from airoi.tools.models import (
     BusinessCase,
     ConnectionRef,
     CostItem,
+    DecisionItem,
+    DecisionListResult,
     HelpArticle,
     InitiativeDetail,
     InitiativeItem,
@@ -38,6 +44,9 @@ from airoi.tools.models import (
     NoteItem,
     PersonRef,
     PlatformSetupGuide,
+    ReadingItem,
+    ReadingListResult,
+    RoiBreakdown,
     RoiCost,
     RoiPeriod,
     RoiScope,
@@ -45,6 +54,7 @@ from airoi.tools.models import (
     RolledUpStatus,
     ValueItem,
 )
+from airoi.vocabulary import BreakdownBy
 
 # SEMANTICS R26: the stages each rolled-up status stands for.
 STATUS_STAGES: dict[str, tuple[str, ...]] = {
@@ -60,8 +70,14 @@ STAGE_STATUS: dict[str, RolledUpStatus] = {
 }
 
 RECENT_ENTRIES = 10
-MAX_INTEGRATIONS = 100
 MAX_CONNECTIONS_SHOWN = 20
+# The tools' own lists' cursors, signed as the API's are (listing.CursorCodec).
+INITIATIVES_LIST = "tool_initiatives"
+INTEGRATIONS_LIST = "tool_integrations"
+MAX_CURSOR = 1000  # an integrations cursor carries a platform name of up to 100 characters
+CURSOR_NOT_ISSUED = (
+    "The cursor is not one this tool issued; pass the next_cursor of a previous call unchanged."
+)
 
 
 @dataclass(frozen=True)
@@ -123,20 +139,179 @@ def roi_summary(
     )
 
 
+def refused_as_tool(exc: ApiError) -> ToolRefusal:
+    """The API's 400 sentence (a bad cursor, SEMANTICS R13) as the tool's (R27)."""
+    if exc.message == NOT_ISSUED:
+        return ToolRefusal(CURSOR_NOT_ISSUED)
+    sentence = exc.message.replace("another endpoint", "another list")
+    return ToolRefusal(sentence.replace("parameter", "argument"))
+
+
+def _no_person(owner_id: int) -> ToolRefusal:
+    return ToolRefusal(f"No person with id {owner_id} in this account.")
+
+
 def initiative_list(
-    db: Connection, principal: Principal, *, status: str | None, limit: int
+    db: Connection,
+    principal: Principal,
+    *,
+    status: str | None,
+    limit: int,
+    cursors: Cursors,
+    owner_id: int | None = None,
+    cursor: str | None = None,
 ) -> InitiativeListResult:
+    codec = cursors.codec(db)
+    before = None
+    if cursor is not None:
+        try:
+            position = codec.decode(INITIATIVES_LIST, principal.account_id, cursor)
+        except ApiError as exc:
+            raise refused_as_tool(exc) from None
+        before = (position.updated_at, position.id)
+    if owner_id is not None and not repository.person_exists(db, principal, owner_id):
+        raise _no_person(owner_id)
     stages = STATUS_STAGES[status] if status is not None else None
-    rows = repository.list_initiatives(db, principal, stages, limit)
-    total = repository.count_initiatives(db, principal, stages)
+    rows = repository.list_initiatives(db, principal, stages, limit + 1, owner_id, before)
+    total = repository.count_initiatives(db, principal, stages, owner_id)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = (
+        codec.encode(
+            INITIATIVES_LIST, principal.account_id, Position(rows[-1].updated_at, rows[-1].id)
+        )
+        if more
+        else None
+    )
     return InitiativeListResult(
         initiatives=[
             InitiativeItem(id=r.id, title=r.title, stage=r.stage, status=rolled_up(r.stage))
             for r in rows
         ],
         total=total,
-        has_more=total > len(rows),
+        has_more=more,
+        next_cursor=next_cursor,
     )
+
+
+def roi_breakdown(
+    db: Connection,
+    principal: Principal,
+    *,
+    by: BreakdownBy,
+    window: str,
+    initiative_id: int | None,
+    vendor_id: int | None,
+    limit: int,
+    cursor: str | None,
+    cursors: Cursors,
+    today: date,
+) -> RoiBreakdown:
+    """GET /roi/breakdown's page for the same arguments, by the same code (SEMANTICS R37)."""
+    if vendor_id is not None and not repository.vendor_exists(db, principal, vendor_id):
+        raise ToolRefusal(f"No vendor with id {vendor_id} in this account.")
+    try:
+        page = breakdown_page(
+            db,
+            principal,
+            cursors.codec(db),
+            by=by,
+            window=window,
+            initiative_id=initiative_id,
+            today=today,
+            limit=limit,
+            cursor=cursor,
+            vendor_id=vendor_id,
+        )
+    except ApiError as exc:
+        if exc.status == 404 and initiative_id is not None:
+            raise _no_initiative(initiative_id) from None
+        if exc.status == 400:
+            raise refused_as_tool(exc) from None
+        raise
+    served = msgspec.to_builtins(page)
+    return RoiBreakdown.model_validate(
+        {
+            **{k: served[k] for k in ("scope", "period", "currency", "by", "data")},
+            "scope": {"id": None, "title": None, **served["scope"]},
+            "period": {"from": None, "through": None, **served["period"]},
+            "vendor_id": vendor_id,
+            "has_more": page.page.has_more,
+            "next_cursor": page.page.next_cursor,
+        }
+    )
+
+
+def decision_list(
+    db: Connection,
+    principal: Principal,
+    *,
+    initiative_id: int | None,
+    outcome: str | None,
+    limit: int,
+    cursor: str | None,
+    cursors: Cursors,
+) -> DecisionListResult:
+    """GET /decisions's page for the same filters, by the same query."""
+    try:
+        page = DECISIONS.page(
+            db,
+            principal.account_id,
+            cursors=cursors,
+            cursor=cursor,
+            limit=limit,
+            build=build_decision,
+            updated_since=None,
+            initiative_id=initiative_id,
+            outcome=outcome,
+        )
+    except ApiError as exc:
+        raise _refused(exc, initiative_id) from None
+    return DecisionListResult(
+        decisions=[DecisionItem.model_validate(msgspec.to_builtins(row)) for row in page.rows],
+        has_more=page.has_more,
+        next_cursor=page.next_cursor,
+    )
+
+
+def reading_list(
+    db: Connection,
+    principal: Principal,
+    *,
+    metric_key: str | None,
+    initiative_id: int | None,
+    limit: int,
+    cursor: str | None,
+    cursors: Cursors,
+) -> ReadingListResult:
+    """GET /observations's page for the same filters, by the same query."""
+    try:
+        page = OBSERVATIONS.rows(
+            db,
+            principal.account_id,
+            cursors=cursors,
+            cursor=cursor,
+            limit=limit,
+            updated_since=None,
+            initiative_id=initiative_id,
+            metric_key=metric_key,
+        )
+    except ApiError as exc:
+        raise _refused(exc, initiative_id) from None
+    return ReadingListResult(
+        readings=[ReadingItem.model_validate(msgspec.to_builtins(row)) for row in page.rows],
+        has_more=page.has_more,
+        next_cursor=page.next_cursor,
+    )
+
+
+def _refused(exc: ApiError, initiative_id: int | None) -> Exception:
+    """A list's 400 or 404 as the tool's sentence; anything else (a 503) as it was."""
+    if exc.status == 404 and initiative_id is not None:
+        return _no_initiative(initiative_id)
+    if exc.status == 400:
+        return refused_as_tool(exc)
+    return exc
 
 
 def initiative_detail(
@@ -223,13 +398,47 @@ def _integration_item(row: Any) -> IntegrationItem:
     )
 
 
-def integration_list(db: Connection, principal: Principal) -> IntegrationListResult:
-    rows, total = repository.list_integrations(db, principal, MAX_INTEGRATIONS)
+def integration_list(
+    db: Connection,
+    principal: Principal,
+    *,
+    limit: int,
+    cursor: str | None,
+    cursors: Cursors,
+) -> IntegrationListResult:
+    codec = cursors.codec(db)
+    after = None if cursor is None else _integrations_after(codec, cursor, principal)
+    rows, total = repository.list_integrations(db, principal, limit + 1, after=after)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = None
+    if more:
+        payload = [INTEGRATIONS_LIST, principal.account_id, rows[-1].platform, rows[-1].id]
+        next_cursor = codec.seal(msgspec.json.encode(payload))
     return IntegrationListResult(
         integrations=[_integration_item(r) for r in rows],
         total=total,
-        has_more=total > len(rows),
+        has_more=more,
+        next_cursor=next_cursor,
     )
+
+
+def _integrations_after(codec: CursorCodec, cursor: str, principal: Principal) -> tuple[str, int]:
+    """The (platform, id) an integrations cursor continues after; a refusal for any other."""
+    try:
+        issued_for, issued_to, platform, row_id = msgspec.json.decode(
+            codec.unseal(cursor, MAX_CURSOR), type=tuple[str, int, str, int]
+        )
+    except (ApiError, msgspec.DecodeError):
+        raise ToolRefusal(CURSOR_NOT_ISSUED) from None
+    if issued_for != INTEGRATIONS_LIST:
+        raise ToolRefusal(CURSOR_NOT_ISSUED)
+    if issued_to != principal.account_id:
+        raise ToolRefusal(
+            "The cursor was issued to another account; a cursor only continues a list for "
+            "the account of the token it was served to."
+        )
+    return platform, row_id
 
 
 def help_article(*, article_id: int | None, slug: str | None, pages: Pages) -> HelpArticle:
@@ -274,6 +483,10 @@ def platform_setup_guide(
         tips=list(entry.tips),
         docs_hint=entry.docs_hint,
         connected=bool(rows),
+        has_connection=bool(rows),
+        has_working_connection=any(
+            r.status == "active" and r.reauth_required_at is None for r in rows
+        ),
         connections=[
             ConnectionRef(
                 id=r.id,

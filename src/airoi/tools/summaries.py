@@ -1,0 +1,141 @@
+"""The one line each tool result's text content starts with (the JSON follows it).
+
+An assistant that reads only text gets the gist at once, amounts as money people read
+("$1,234.56"), while `structuredContent` keeps the integer cents (SPEC 1: never formatted
+strings there). Each function takes the result model its tool returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+# Symbols written before the amount; any other currency is written as its code after it.
+_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "CAD": "CA$", "AUD": "A$"}
+
+
+def money(cents: int | None, currency: str | None) -> str:
+    """`cents` hundredths of `currency` as people write it: $1,234.56, -€5.00, 12.30 CHF."""
+    if cents is None:
+        return "n/a"
+    sign = "-" if cents < 0 else ""
+    whole, part = divmod(abs(cents), 100)
+    amount = f"{whole:,}.{part:02d}"
+    code = (currency or "").upper()
+    symbol = _SYMBOLS.get(code)
+    if symbol is not None:
+        return f"{sign}{symbol}{amount}"
+    return f"{sign}{amount} {code}".rstrip()
+
+
+def _percent(roi: float | None) -> str:
+    return "n/a (no cost)" if roi is None else f"{roi * 100:,.2f}%"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def _more(has_more: bool) -> str:
+    return "; more follow: pass next_cursor as cursor" if has_more else ""
+
+
+def roi_summary(r: Any) -> str:
+    scope = "portfolio" if r.scope.type == "portfolio" else f"initiative {r.scope.title!r}"
+    c = r.currency
+    return (
+        f"ROI {r.period.label}, {scope}: approved value {money(r.approved_value_cents, c)}, "
+        f"cost {money(r.total_cost_cents, c)}, net value {money(r.net_value_cents, c)}, "
+        f"ROI {_percent(r.roi)}."
+    )
+
+
+def roi_breakdown(r: Any) -> str:
+    c = r.currency
+    cost = sum(row.total_cost_cents for row in r.data)
+    vendor = "" if r.vendor_id is None else f" (vendor {r.vendor_id}'s cost only)"
+    line = f"ROI {r.period.label} by {r.by}{vendor}: {_count(len(r.data), 'row')} on this page"
+    if r.data:
+        line += f", cost {money(cost, c)}"
+        values = [row.approved_value_cents for row in r.data]
+        if all(v is not None for v in values):
+            line += f", approved value {money(sum(values), c)}"
+    return line + _more(r.has_more) + "."
+
+
+def initiative_list(r: Any) -> str:
+    return (
+        f"{_count(len(r.initiatives), 'initiative')} on this page of {r.total:,} matching"
+        f"{_more(r.has_more)}."
+    )
+
+
+def initiative_detail(r: Any) -> str:
+    b = r.budget
+    c = b.currency or r.business_case.currency
+    line = f"{r.title} ({r.stage})"
+    if b.budgeted:
+        line += (
+            f": budget to date {money(b.budget_to_date_cents, c)}, spent "
+            f"{money(b.actual_to_date_cents, c)} ({b.status.replace('_', ' ')})"
+        )
+    else:
+        line += ": no approved budget"
+    return line + "."
+
+
+def search(r: Any) -> str:
+    more = "; more matched than are shown" if r.has_more else ""
+    return f"{_count(len(r.results), 'hit')} for {r.query!r}{more}."
+
+
+def integration_list(r: Any) -> str:
+    attention = sum(1 for i in r.integrations if i.status != "active" or i.reauth_required)
+    return (
+        f"{_count(len(r.integrations), 'connection')} on this page of {r.total:,}, "
+        f"{attention:,} not active or needing reconnection{_more(r.has_more)}."
+    )
+
+
+def help_article(r: Any) -> str:
+    return f"Help article {r.title!r} ({r.slug})."
+
+
+def platform_setup_guide(r: Any) -> str:
+    if r.has_working_connection:
+        state = "this account has a working connection"
+    elif r.has_connection:
+        state = "this account has a connection, none of them working"
+    else:
+        state = "this account has no connection to it"
+    return f"How to connect {r.name} ({r.auth_type}); {state}."
+
+
+def decision_list(r: Any) -> str:
+    line = f"{_count(len(r.decisions), 'decision')} on this page"
+    if r.decisions:
+        last = r.decisions[-1]
+        line += f"; the last: {last.outcome_label} on {last.subject_title!r}"
+        if last.net_cents is not None:
+            line += f", net {money(last.net_cents, last.currency)} then"
+    return line + _more(r.has_more) + "."
+
+
+def reading_list(r: Any) -> str:
+    keys = sorted({row.metric_key for row in r.readings if row.metric_key})
+    of = f" of {', '.join(keys[:3])}{' and others' if len(keys) > 3 else ''}" if keys else ""
+    return f"{_count(len(r.readings), 'metric reading')}{of} on this page{_more(r.has_more)}."
+
+
+SUMMARIES: dict[str, Callable[[Any], str]] = {
+    "get_roi_summary": roi_summary,
+    "get_roi_breakdown": roi_breakdown,
+    "list_initiatives": initiative_list,
+    "get_initiative": initiative_detail,
+    "search": search,
+    "list_integrations": integration_list,
+    "get_help_article": help_article,
+    "get_platform_setup_guide": platform_setup_guide,
+    "list_decisions": decision_list,
+    "list_metric_readings": reading_list,
+}

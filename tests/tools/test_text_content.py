@@ -1,0 +1,102 @@
+"""A tool result's text content (issue 23): one line saying what it holds, amounts as money,
+then the structured content as compact JSON; structuredContent itself unchanged."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from airoi.tools.summaries import money
+from tests.tools.conftest import Served
+from tests.tools.world import World
+
+
+def texts(served: Served, token: str, tool: str, arguments: dict[str, Any]) -> list[str]:
+    result = served.call(token, tool, arguments)
+    assert not result.is_error, result.content
+    blocks = [getattr(block, "text", None) for block in result.content]
+    assert len(blocks) == 2 and all(isinstance(b, str) for b in blocks)
+    summary, compact = blocks
+    assert summary and "\n" not in summary and summary.endswith(".")
+    # Compact JSON: no indentation, no spaces after separators, and exactly the structure.
+    assert "\n" not in compact
+    assert compact == json.dumps(
+        result.structured_content, separators=(",", ":"), ensure_ascii=False
+    )
+    assert json.loads(compact) == result.structured_content
+    return [summary, compact]  # type: ignore[list-item]
+
+
+def every_call(world: World) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("get_roi_summary", {}),
+        ("get_roi_breakdown", {"by": "quarter"}),
+        ("list_initiatives", {}),
+        ("get_initiative", {"initiative_id": world.ids["p"]}),
+        ("search", {"query": "invoice"}),
+        ("list_integrations", {}),
+        ("get_help_article", {"id": 5}),
+        ("get_platform_setup_guide", {"platform": "zendesk"}),
+        ("list_decisions", {}),
+        ("list_metric_readings", {}),
+    ]
+
+
+def test_every_tool_answers_a_summary_line_and_compact_json(served: Served, world: World) -> None:
+    names = {tool.name for tool in served.list_tools(world.token_a)}
+    calls = every_call(world)
+    assert {name for name, _ in calls} == names
+    for name, arguments in calls:
+        texts(served, world.token_a, name, arguments)
+
+
+def test_the_roi_summary_line_in_money(served: Served, world: World) -> None:
+    # p: approved 300_000 + 50_000 = 350_000 cents; cost 120_066 (twelve entries of
+    # 10_000 + i); net 229_934; roi 229_934 / 120_066 = 1.91506... = 191.51 %.
+    p = world.ids["p"]
+    summary, _ = texts(served, world.token_a, "get_roi_summary", {"initiative_id": p})
+    assert summary == (
+        "ROI All time, initiative 'Invoice capture': approved value $3,500.00, cost $1,200.66, "
+        "net value $2,299.34, ROI 191.51%."
+    )
+
+
+def test_the_breakdown_and_list_lines(served: Served, world: World) -> None:
+    # Acme Vendor's cost over the year to 2026-06-15: 10_007 + 10_008 + 10_009 + 10_010.
+    hits = served.ok(world.token_a, "search", {"query": "Acme Vendor", "types": ["vendor"]})
+    acme = hits["results"][0]["id"]
+    summary, _ = texts(
+        served,
+        world.token_a,
+        "get_roi_breakdown",
+        {"by": "vendor", "window": "1yr", "vendor_id": acme},
+    )
+    assert summary == (
+        f"ROI Last 12 months by vendor (vendor {acme}'s cost only): 1 row on this page, "
+        "cost $400.34."
+    )
+    first, _ = texts(served, world.token_a, "list_initiatives", {"limit": 3})
+    assert (
+        first
+        == "3 initiatives on this page of 8 matching; more follow: pass next_cursor as cursor."
+    )
+    guide, _ = texts(served, world.token_a, "get_platform_setup_guide", {"platform": "zendesk"})
+    assert guide.endswith("this account has a connection, none of them working.")
+
+
+@pytest.mark.parametrize(
+    ("cents", "currency", "shown"),
+    [
+        (123_456, "USD", "$1,234.56"),
+        (5, "USD", "$0.05"),
+        (-500, "EUR", "-€5.00"),
+        (100_000_000, "GBP", "£1,000,000.00"),
+        (1_230, "CHF", "12.30 CHF"),
+        (0, "usd", "$0.00"),
+        (None, "USD", "n/a"),
+    ],
+)
+def test_money_is_written_as_people_read_it(cents: int | None, currency: str, shown: str) -> None:
+    assert money(cents, currency) == shown
