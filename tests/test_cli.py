@@ -233,6 +233,8 @@ def test_demo_serves_every_endpoint_with_the_printed_token(tmp_path: Path) -> No
     assert "http://localhost:8000/api/v1" in printed and "http://localhost:8000/mcp" in printed
     token = re.search(r"Token:\s+(\S+)", printed)
     assert token, printed
+    # The dashboard's ready link: the token in the fragment, which the browser never sends.
+    assert f"Dashboard:     http://localhost:8000/#token={token.group(1)}\n" in printed
     app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))
     with TestClient(app) as client:
         for endpoint in ENDPOINTS:

@@ -93,6 +93,7 @@ from airoi.store import StoreGate, read_in_place, size_worker_threads
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 from airoi.tools.server import MCP_PATH
+from airoi.web import ROUTE_HANDLERS as DASHBOARD_ROUTES  # the dashboard at /
 
 log = logging.getLogger("airoi")
 API_PREFIX = "/api/v1"
@@ -511,6 +512,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
             healthz,
             readyz,
             metrics_endpoint,
+            *DASHBOARD_ROUTES,
         ],
         lifespan=[mcp.lifespan],
         on_startup=[size_worker_threads],

@@ -289,9 +289,10 @@ def _served_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def _base_urls(host: str, port: int) -> tuple[str, str]:
+def _base_urls(host: str, port: int) -> tuple[str, str, str]:
+    """The API's base URL, the tool endpoint's and the dashboard's."""
     root = _served_url(host, port)
-    return f"{root}/api/v1", f"{root}/mcp"
+    return f"{root}/api/v1", f"{root}/mcp", f"{root}/"
 
 
 @app.command()
@@ -335,12 +336,17 @@ def demo(
         err.print("The demo was not refreshed; it is as it was.", markup=False, highlight=False)
         raise typer.Exit(1) from None
     token = issue_token(engine, DEMO_OWNER_USER_ID, expires_in_days=30)
-    base_url, mcp_url = _base_urls(host, port)
+    base_url, mcp_url, dashboard_url = _base_urls(host, port)
     totals = report.totals()
     out.print(f"Demo account loaded: {totals['inserted']} rows.")
     out.print(f"Base URL:      {base_url}", highlight=False)
     out.print(f"Tool endpoint: {mcp_url}", highlight=False)
     out.print(f"Token:         {token.secret}", highlight=False)
+    # The fragment never reaches the server; the page keeps the token for the tab and takes it
+    # out of the address bar (docs/dashboard.md).
+    out.print(
+        f"Dashboard:     {dashboard_url}#token={token.secret}", highlight=False, soft_wrap=True
+    )
     out.print("It is shown once and expires in 30 days. Try:", highlight=False)
     out.print(
         f'  curl -H "Authorization: Bearer {token.secret}" {base_url}/initiatives',
@@ -552,7 +558,7 @@ def serve(
     _operator_metrics_directory()
     _require_current_schema(settings)
     _require_free_port(host, port)
-    base_url, _ = _base_urls(host, port)
+    base_url, _, _ = _base_urls(host, port)
     logging.getLogger("airoi").info("serving %s", base_url)
     _serve(settings, host, port, workers)
 

@@ -1,0 +1,101 @@
+"""The dashboard at `/` and its files at `/assets/NAME` (docs/dashboard.md).
+
+The page holds no data: its script reads the public API (`/api/v1/...`) with the token the
+person gives it, so these routes need no token, like `/healthz`. They serve GET and HEAD
+(SEMANTICS R30, as every route: another method is 405) and are left out of the OpenAPI
+description, which describes the API. Every file is shipped in the package and read once; no
+script, style or font comes from anywhere else, and the Content-Security-Policy says so to
+the browser: no inline script or style, requests to this server only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Final
+
+from litestar import Request, Response, get
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
+
+from airoi.conditional import entity_tag, none_match
+from airoi.errors import ApiError
+
+__all__ = ["CONTENT_SECURITY_POLICY", "DASHBOARD_PATH", "ROUTE_HANDLERS"]
+
+DASHBOARD_PATH: Final = "/"
+ASSETS_PATH: Final = "/assets"
+# airoi.app's PUBLIC_OPT (imported from there would be a cycle): no token asked.
+_PUBLIC: Final = {"public": True}
+
+CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+# The page is small and changes with the package: asked again each time, answered 304 when
+# it has not changed (the ETag), so an upgrade is never hidden behind a cached copy.
+_HEADERS: Final = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+_MEDIA_TYPES: Final = {
+    ".html": "text/html",
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".svg": "image/svg+xml",
+}
+
+
+@dataclass(frozen=True)
+class File:
+    body: bytes
+    media_type: str
+    etag: str
+
+
+def _read(name: str) -> File:
+    body = resources.files(__package__).joinpath(name).read_bytes()
+    suffix = name[name.rfind(".") :]
+    return File(body, _MEDIA_TYPES[suffix], entity_tag(body))
+
+
+def _assets() -> dict[str, File]:
+    """The files served under /assets: those of the kinds a page loads; the vendored files'
+    notes and licence stay in the package without being served."""
+    folder = resources.files(__package__).joinpath("assets")
+    return {
+        entry.name: _read(f"assets/{entry.name}")
+        for entry in folder.iterdir()
+        if entry.is_file() and entry.name[entry.name.rfind(".") :] in _MEDIA_TYPES
+    }
+
+
+PAGE: Final = _read("index.html")
+ASSETS: Final = _assets()
+
+
+def _answer(file: File, request: Request[Any, Any, Any]) -> Response[bytes]:
+    headers = {**_HEADERS, "ETag": file.etag}
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None and none_match(if_none_match, file.etag):
+        return Response(b"", status_code=304, headers=headers)
+    return Response(file.body, media_type=file.media_type, headers=headers)
+
+
+@get(DASHBOARD_PATH, opt=_PUBLIC, include_in_schema=False, sync_to_thread=False)
+def dashboard(request: Request[Any, Any, Any]) -> Response[bytes]:
+    return _answer(PAGE, request)
+
+
+@get(f"{ASSETS_PATH}/{{name:str}}", opt=_PUBLIC, include_in_schema=False, sync_to_thread=False)
+def asset(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[bytes]:
+    file = ASSETS.get(name)
+    if file is None:
+        raise ApiError(404, "No such file.")
+    return _answer(file, request)
+
+
+ROUTE_HANDLERS: Final[list[HTTPRouteHandler]] = [dashboard, asset]

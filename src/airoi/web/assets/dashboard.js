@@ -1,0 +1,728 @@
+// airoi's dashboard: reads the public API (/api/v1) with the person's token, nothing else.
+// Every money figure shown carries data-figure (the API field) and data-cents (its integer
+// cents); every block of one window carries data-window. docs/dashboard.md.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "airoi.token";
+  const API = "/api/v1";
+  const WINDOWS = [
+    ["1yr", "1 year"],
+    ["3yr", "3 years"],
+    ["5yr", "5 years"],
+    ["all", "All time"],
+  ];
+  const STAGES = {
+    identified: "Identified", reviewing: "Reviewing", implementing: "Implementing",
+    live: "Live", paused: "Paused", completed: "Completed", rejected: "Rejected",
+    dismissed: "Dismissed",
+  };
+  const state = { window: "1yr", by: "month", rank: "net", initiatives: null };
+  let generation = 0;
+  let charts = [];
+
+  // --- the token ------------------------------------------------------------------------
+
+  function token() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  function takeTokenFromFragment() {
+    // Given once as #token=...: kept for the tab, then taken out of the address bar (and its
+    // history entry), so it is not bookmarked, shared or shown on screen.
+    const match = location.hash.match(/^#token=([^&]*)/);
+    if (!match) return false;
+    const given = decodeURIComponent(match[1]).trim();
+    if (given) sessionStorage.setItem(TOKEN_KEY, given);
+    history.replaceState(null, "", location.pathname + location.search);
+    return true;
+  }
+
+  // --- the API --------------------------------------------------------------------------
+
+  class ApiFailure extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  // Integers past 2^53 are kept exact (as BigInt) where the browser gives the source text.
+  function exactIntegers(key, value, context) {
+    if (typeof value === "number" && !Number.isSafeInteger(value) && context &&
+        /^-?\d+$/.test(context.source)) {
+      return BigInt(context.source);
+    }
+    return value;
+  }
+
+  async function api(path, params) {
+    const url = new URL(API + path, location.origin);
+    for (const [name, value] of Object.entries(params || {})) {
+      if (value !== undefined && value !== null) url.searchParams.set(name, String(value));
+    }
+    let response;
+    try {
+      response = await fetch(url, {
+        headers: { Authorization: `Bearer ${token()}`, Accept: "application/json" },
+      });
+    } catch (error) {
+      throw new ApiFailure(0, "The server could not be reached.");
+    }
+    const text = await response.text();
+    let body = null;
+    try {
+      body = JSON.parse(text, exactIntegers);
+    } catch (error) {
+      body = null;
+    }
+    if (!response.ok) {
+      const message = body && body.error && body.error.message;
+      throw new ApiFailure(response.status, message || `The server answered ${response.status}.`);
+    }
+    return body;
+  }
+
+  // Every page of a list (500 rows a page), with the envelope's other fields of the first.
+  async function listAll(path, params) {
+    const rows = [];
+    let cursor = null;
+    let first = null;
+    do {
+      const page = await api(path, { ...params, limit: 500, cursor });
+      first = first || page;
+      rows.push(...page.data);
+      cursor = page.page.has_more ? page.page.next_cursor : null;
+    } while (cursor);
+    return { ...first, data: rows };
+  }
+
+  async function initiativesById() {
+    if (!state.initiatives) {
+      const all = await listAll("/initiatives", { include_sample: true });
+      state.initiatives = new Map(all.data.map((row) => [String(row.id), row]));
+    }
+    return state.initiatives;
+  }
+
+  // --- formatting -----------------------------------------------------------------------
+
+  const formats = new Map();
+
+  function currencyFormat(currency, exact) {
+    const key = `${currency}:${exact}`;
+    if (!formats.has(key)) {
+      let format;
+      try {
+        format = new Intl.NumberFormat(undefined, exact
+          ? { style: "currency", currency }
+          : { style: "currency", currency, maximumFractionDigits: 0, minimumFractionDigits: 0 });
+      } catch (error) {
+        format = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2 });
+      }
+      formats.set(key, format);
+    }
+    return formats.get(key);
+  }
+
+  // Cents as a decimal string ("-1234.05"): formatted without passing through a float.
+  function decimal(cents) {
+    const text = String(cents);
+    const negative = text.startsWith("-");
+    const digits = (negative ? text.slice(1) : text).padStart(3, "0");
+    return `${negative ? "-" : ""}${digits.slice(0, -2)}.${digits.slice(-2)}`;
+  }
+
+  function formatCents(cents, currency, exact) {
+    return currencyFormat(currency || "USD", Boolean(exact)).format(decimal(cents));
+  }
+
+  function units(cents) {
+    return Number(cents) / 100;
+  }
+
+  function percent(ratio) {
+    if (ratio === null || ratio === undefined) return "—";
+    return new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 })
+      .format(ratio);
+  }
+
+  function day(text) {
+    if (!text) return "—";
+    const date = new Date(text.length === 10 ? `${text}T00:00:00Z` : text);
+    return new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" })
+      .format(date);
+  }
+
+  // --- the DOM --------------------------------------------------------------------------
+
+  function h(tag, attributes, ...children) {
+    const element = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+      else element.setAttribute(name, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return element;
+  }
+
+  // A money figure: the API field it shows and its exact cents ride along for anyone checking.
+  function money(cents, currency, figure, key, attributes) {
+    if (cents === null || cents === undefined) return h("span", { class: "none" }, "—");
+    return h("span", {
+      class: `money${Number(cents) < 0 ? " negative" : ""}`,
+      "data-figure": figure,
+      "data-cents": String(cents),
+      "data-key": key === undefined ? null : String(key),
+      title: formatCents(cents, currency, true),
+      ...attributes,
+    }, formatCents(cents, currency, false));
+  }
+
+  function card(label, value, note) {
+    return h("div", { class: "card" }, h("div", { class: "card-label" }, label),
+      h("div", { class: "card-value" }, value), note ? h("div", { class: "card-note" }, note) : null);
+  }
+
+  function section(title, attributes, ...children) {
+    const id = `s-${title.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
+    return h("section", { class: "block", "aria-labelledby": id, ...attributes },
+      h("h2", { id }, title), ...children);
+  }
+
+  // A set of buttons, one pressed; choosing one redraws the view and keeps the focus on it.
+  function choices(label, options, current, choose) {
+    return h("div", { class: "choices", role: "group", "aria-label": label },
+      options.map(([value, text]) => h("button", {
+        type: "button",
+        "data-value": value,
+        "aria-pressed": value === current ? "true" : "false",
+        onclick: async () => {
+          await choose(value);
+          const again = document.querySelector(
+            `[role=group][aria-label="${label}"] button[data-value="${value}"]`);
+          if (again) again.focus();
+        },
+      }, text)));
+  }
+
+  function table(caption, headings, rows, attributes) {
+    return h("div", { class: "table-wrap" },
+      h("table", attributes || {},
+        caption ? h("caption", {}, caption) : null,
+        h("thead", {}, h("tr", {}, headings.map((text) => {
+          const [label, kind] = Array.isArray(text) ? text : [text, ""];
+          return h("th", { scope: "col", class: kind || null }, label);
+        }))),
+        h("tbody", {}, rows)));
+  }
+
+  function stageBadge(stage) {
+    return h("span", { class: `badge stage-${stage}` }, STAGES[stage] || stage);
+  }
+
+  function initiativeLink(id, title) {
+    return h("a", { href: `#/initiatives/${id}` }, title);
+  }
+
+  function setWidth(element, fraction) {
+    // CSSOM, which the page's Content-Security-Policy allows (an inline style would not be).
+    element.style.width = `${Math.max(0, Math.min(1, fraction)) * 100}%`;
+    return element;
+  }
+
+  // --- charts (uPlot) -------------------------------------------------------------------
+
+  function compactMoney(currency) {
+    let format;
+    try {
+      format = new Intl.NumberFormat(undefined, {
+        style: "currency", currency, notation: "compact", maximumFractionDigits: 1,
+      });
+    } catch (error) {
+      format = new Intl.NumberFormat(undefined, { notation: "compact" });
+    }
+    return (value) => (value === null || value === undefined ? "—" : format.format(value));
+  }
+
+  // Periods on x (one per row, labelled as the API labels them); each series its own style.
+  // Drawn once the holder is in the page, as wide as it is (and redrawn when that changes).
+  function periodChart(draws, holder, labels, series, currency) {
+    draws.push(() => {
+      const shown = compactMoney(currency);
+      const bars = uPlot.paths.bars({ size: [0.6, 48] });
+      const options = {
+        width: Math.max(240, holder.clientWidth),
+        height: 260,
+        scales: { x: { time: false, range: (u, min, max) => [min - 0.6, max + 0.6] } },
+        axes: [
+          {
+            incrs: [1, 2, 3, 4, 6, 12, 24],
+            values: (u, splits) => splits.map((index) => labels[index] ?? ""),
+            stroke: "#4a5568",
+            grid: { show: false },
+          },
+          {
+            values: (u, splits) => splits.map(shown),
+            size: 64,
+            stroke: "#4a5568",
+            grid: { stroke: "#e2e8f0" },
+          },
+        ],
+        cursor: { points: { size: 8 } },
+        series: [
+          { label: "Period", value: (u, index) => (index === null ? "—" : labels[index] ?? "—") },
+          ...series.map((one) => ({
+            label: one.label,
+            stroke: one.color,
+            fill: one.bars ? one.fill : undefined,
+            width: one.bars ? 1 : 2,
+            dash: one.dash,
+            paths: one.bars ? bars : undefined,
+            points: { show: !one.bars && !one.dash },
+            value: (u, value) => shown(value),
+          })),
+        ],
+      };
+      const data = [labels.map((_, index) => index), ...series.map((one) => one.values)];
+      const chart = new uPlot(options, data, holder);
+      let width = holder.clientWidth;
+      const resize = new ResizeObserver(() => {
+        if (holder.clientWidth === width) return;
+        width = holder.clientWidth;
+        chart.setSize({ width: Math.max(240, width), height: 260 });
+      });
+      resize.observe(holder);
+      charts.push({ chart, resize });
+    });
+  }
+
+  function destroyCharts() {
+    for (const { chart, resize } of charts) {
+      resize.disconnect();
+      chart.destroy();
+    }
+    charts = [];
+  }
+
+  // --- views ----------------------------------------------------------------------------
+
+  async function portfolio(view, draws) {
+    const windowName = state.window;
+    const [roi, periods, byInitiative, byVendor, initiatives, integrations] = await Promise.all([
+      api("/roi", { window: windowName }),
+      listAll("/roi/breakdown", { by: state.by, window: windowName }),
+      listAll("/roi/breakdown", { by: "initiative", window: windowName }),
+      listAll("/roi/breakdown", { by: "vendor", window: windowName }),
+      initiativesById(),
+      listAll("/integrations"),
+    ]);
+    const currency = roi.currency;
+    const attention = integrations.data.filter(needsAttention).length;
+    const notice = attention === 0 ? null : h("p", { class: "notice" },
+      h("a", { href: "#/connections" }, attention === 1
+        ? "1 connection needs attention" : `${attention} connections need attention`),
+      ": what they bring in may be missing from recent figures.");
+    const period = roi.period;
+    const span = period.from ? `${day(period.from)} – ${day(period.through)}` : period.label;
+
+    const head = h("div", { class: "view-head" },
+      h("div", {}, h("h1", {}, "Portfolio"), h("p", { class: "muted" },
+        `${period.label} (${span}) · amounts in ${currency}`)),
+      choices("Window", WINDOWS, windowName, (value) => { state.window = value; return render(); }));
+
+    const total = roi.total_cost_cents;
+    const capexShare = Number(total) > 0 ? Number(roi.cost.capex_cents) / Number(total) : 0;
+    const summary = h("section", {
+      class: "cards", "aria-label": "ROI summary", "data-window": windowName,
+    },
+    card("Approved value", money(roi.approved_value_cents, currency, "roi.approved_value_cents"),
+      "approved value entries only"),
+    card("Total cost", money(total, currency, "roi.total_cost_cents")),
+    card("Net value", money(roi.net_value_cents, currency, "roi.net_value_cents")),
+    card("ROI", h("span", { "data-figure": "roi.roi" }, percent(roi.roi)),
+      roi.roi === null ? "no cost in this window" : "net value over total cost"),
+    card("Capex / opex", h("div", { class: "split-figures" },
+      money(roi.cost.capex_cents, currency, "roi.cost.capex_cents"),
+      h("span", { class: "muted" }, " / "),
+      money(roi.cost.opex_cents, currency, "roi.cost.opex_cents")),
+    h("div", { class: "split", "aria-hidden": "true" },
+      setWidth(h("span", { class: "split-capex" }), capexShare),
+      setWidth(h("span", { class: "split-opex" }), 1 - capexShare)),
+    `one-time ${percent(capexShare)} · running ${percent(Number(total) > 0 ? 1 - capexShare : 0)}`));
+
+    // Value against cost over time.
+    const rows = periods.data;
+    const holder = h("div", {
+      class: "chart", role: "img",
+      "aria-label": `Approved value and total cost by ${state.by}; the figures are in the table below.`,
+    });
+    const over = section("Value against cost", { "data-window": windowName },
+      choices("Period", [["month", "By month"], ["quarter", "By quarter"]], state.by,
+        (value) => { state.by = value; return render(); }),
+      holder,
+      h("details", {},
+        h("summary", {}, `Figures by ${state.by}`),
+        table(null, ["Period", ["Approved value", "num"], ["Capex", "num"], ["Opex", "num"],
+          ["Total cost", "num"], ["Net value", "num"]],
+        rows.map((row) => h("tr", {},
+          h("th", { scope: "row" }, row.label),
+          ...["approved_value_cents", "capex_cents", "opex_cents", "total_cost_cents",
+            "net_value_cents"].map((field) => h("td", { class: "num" },
+            money(row[field], currency, `breakdown.${state.by}.${field}`, row.key))))))));
+
+    // Initiatives ranked.
+    const ranked = [...byInitiative.data].sort(state.rank === "net"
+      ? (a, b) => Number(b.net_value_cents) - Number(a.net_value_cents)
+      : (a, b) => (b.roi ?? -Infinity) - (a.roi ?? -Infinity));
+    const ranking = section("Initiatives", { "data-window": windowName },
+      choices("Rank by", [["net", "By net value"], ["roi", "By ROI"]], state.rank,
+        (value) => { state.rank = value; return render(); }),
+      table(null, ["#", "Initiative", "Stage", ["Approved value", "num"], ["Total cost", "num"],
+        ["Net value", "num"], ["ROI", "num"]],
+      ranked.map((row, index) => {
+        const initiative = initiatives.get(String(row.key));
+        return h("tr", {},
+          h("td", { class: "rank" }, index + 1),
+          h("th", { scope: "row" }, initiativeLink(row.key, row.label)),
+          h("td", {}, initiative ? stageBadge(initiative.stage) : "—"),
+          h("td", { class: "num" }, money(row.approved_value_cents, currency,
+            "breakdown.initiative.approved_value_cents", row.key)),
+          h("td", { class: "num" }, money(row.total_cost_cents, currency,
+            "breakdown.initiative.total_cost_cents", row.key)),
+          h("td", { class: "num" }, money(row.net_value_cents, currency,
+            "breakdown.initiative.net_value_cents", row.key)),
+          h("td", { class: "num" }, percent(row.roi)));
+      }), { class: "ranked" }));
+
+    // Cost by vendor, largest first.
+    const vendors = [...byVendor.data].sort(
+      (a, b) => Number(b.total_cost_cents) - Number(a.total_cost_cents));
+    const largest = vendors.length ? Number(vendors[0].total_cost_cents) : 0;
+    const vendorBlock = section("Cost by vendor", { "data-window": windowName },
+      vendors.length === 0 ? h("p", { class: "muted" }, "No cost in this window.") :
+        table(null, ["Vendor", ["Capex", "num"], ["Opex", "num"], ["Total cost", "num"],
+          ["", "bar-cell"]],
+          vendors.map((row) => h("tr", {},
+            h("th", { scope: "row" }, row.key === null ? h("em", {}, row.label) : row.label),
+            h("td", { class: "num" }, money(row.capex_cents, currency,
+              "breakdown.vendor.capex_cents", row.key ?? "")),
+            h("td", { class: "num" }, money(row.opex_cents, currency,
+              "breakdown.vendor.opex_cents", row.key ?? "")),
+            h("td", { class: "num" }, money(row.total_cost_cents, currency,
+              "breakdown.vendor.total_cost_cents", row.key ?? "")),
+            h("td", { class: "bar-cell", "aria-hidden": "true" },
+              setWidth(h("span", { class: "bar" }),
+                largest > 0 ? Number(row.total_cost_cents) / largest : 0))))));
+
+    view.append(head, notice || "", summary, h("div", { class: "two" }, over, vendorBlock),
+      ranking);
+    periodChart(draws, holder, rows.map((row) => row.label), [
+      { label: "Total cost", color: "#c05621", fill: "rgba(221,107,32,0.35)", bars: true,
+        values: rows.map((row) => units(row.total_cost_cents)) },
+      { label: "Approved value", color: "#2f855a",
+        values: rows.map((row) => units(row.approved_value_cents)) },
+    ], currency);
+  }
+
+  async function initiativeView(view, id, draws) {
+    const [initiative, roi, budgets, decisions, months] = await Promise.all([
+      api(`/initiatives/${id}`),
+      api("/roi", { initiative_id: id, window: "all" }),
+      api("/budgets", { initiative_id: id, include_sample: true }),
+      listAll("/decisions", { initiative_id: id }),
+      listAll("/roi/breakdown", { by: "month", initiative_id: id, window: "1yr" }),
+    ]);
+    const planCurrency = initiative.currency || roi.currency;
+    const currency = roi.currency;
+    const horizon = initiative.roi_time_horizon_years;
+    const plan = (field) => money(initiative[field], planCurrency, `initiative.${field}`);
+    const actual = (figure, cents) => money(cents, currency, figure);
+
+    const head = h("div", { class: "view-head" },
+      h("div", {},
+        h("p", { class: "crumb" }, h("a", { href: "#/" }, "Portfolio"), " / initiative"),
+        h("h1", {}, initiative.title),
+        h("p", { class: "muted" }, stageBadge(initiative.stage),
+          initiative.owner ? ` · owner ${initiative.owner.name}` : "",
+          initiative.category ? ` · ${initiative.category}` : "",
+          initiative.is_sample ? " · sample" : "")),
+    );
+    const about = initiative.description ? h("p", { class: "lead" }, initiative.description) : null;
+
+    const caseBlock = section("Business case against actuals", { "data-window": "all" },
+      h("p", { class: "muted" }, `Plan in ${planCurrency}${horizon ? ` over ${horizon} years` : ""}; `
+        + `actuals to date in ${currency} (approved value entries and all cost, all time).`),
+      table(null, ["", ["Business case", "num"], ["Actual to date", "num"]], [
+        h("tr", {}, h("th", { scope: "row" }, "One-time cost (capex)"),
+          h("td", { class: "num" }, plan("expected_capex_cents")),
+          h("td", { class: "num" }, actual("roi.cost.capex_cents", roi.cost.capex_cents))),
+        h("tr", {}, h("th", { scope: "row" }, "Running cost (opex)"),
+          h("td", { class: "num" }, plan("expected_opex_cents")),
+          h("td", { class: "num" }, actual("roi.cost.opex_cents", roi.cost.opex_cents))),
+        h("tr", {}, h("th", { scope: "row" }, "Total cost"),
+          h("td", { class: "num" }, "—"),
+          h("td", { class: "num" }, actual("roi.total_cost_cents", roi.total_cost_cents))),
+        h("tr", {}, h("th", { scope: "row" }, "Cost savings"),
+          h("td", { class: "num" }, plan("expected_cost_savings_cents")), h("td", { class: "num" }, "—")),
+        h("tr", {}, h("th", { scope: "row" }, "Revenue uplift"),
+          h("td", { class: "num" }, plan("expected_revenue_uplift_cents")), h("td", { class: "num" }, "—")),
+        h("tr", {}, h("th", { scope: "row" }, "Approved value"),
+          h("td", { class: "num" }, "—"),
+          h("td", { class: "num" }, actual("roi.approved_value_cents", roi.approved_value_cents))),
+        h("tr", {}, h("th", { scope: "row" }, "Net value · ROI"),
+          h("td", { class: "num" }, "—"),
+          h("td", { class: "num" }, actual("roi.net_value_cents", roi.net_value_cents),
+            ` · ${percent(roi.roi)}`)),
+      ]));
+
+    const row = budgets.data[0];
+    let budgetBlock;
+    const holder = h("div", {
+      class: "chart", role: "img",
+      "aria-label": "Spend by month over the last year against the budget's monthly rate; the figures are in the table below.",
+    });
+    if (!row) {
+      budgetBlock = section("Budget against spend", {}, h("p", { class: "muted" }, "No budget row."));
+    } else {
+      const bc = row.currency || currency;
+      const b = (field) => money(row[field], bc, `budgets.${field}`);
+      budgetBlock = section("Budget against spend", {},
+        h("p", {}, statusBadge(row.status, row.over_parts),
+          row.budget_started_on ? ` since ${day(row.budget_started_on)}` : "",
+          ` · as of ${day(row.as_of)}`),
+        row.budgeted ? null : h("p", { class: "muted" },
+          "No approved budget: spend is compared against nothing and left out of any variance."),
+        h("dl", { class: "figures" },
+          h("dt", {}, "Budget to date"), h("dd", {}, b("budget_to_date_cents")),
+          h("dt", {}, "Actual to date"), h("dd", {}, b("actual_to_date_cents")),
+          h("dt", {}, "Variance (+ under)"), h("dd", {}, b("variance_cents")),
+          h("dt", {}, "Used"), h("dd", {}, percent(row.used_ratio)),
+          h("dt", {}, "Capex budget / actual"),
+          h("dd", {}, b("capex_budget_cents"), " / ", b("capex_actual_cents")),
+          h("dt", {}, "Opex budget / actual to date"),
+          h("dd", {}, b("opex_budget_to_date_cents"), " / ", b("opex_actual_cents")),
+          h("dt", {}, "Monthly rate: budget / actual"),
+          h("dd", {}, b("budget_monthly_run_rate_cents"), " / ", b("actual_monthly_run_rate_cents")),
+          h("dt", {}, "Spent before the budget"), h("dd", {}, b("spent_before_budget_cents"))),
+        h("div", { class: "burn", "data-window": "1yr" },
+        h("h3", {}, "Monthly burn, last 12 months"),
+        row.budgeted && row.currency && row.currency !== currency ? h("p", { class: "muted" },
+          `Spend in ${currency}; the budget is kept in ${row.currency}, so its monthly rate is `
+          + "not drawn against it.") : null,
+        holder,
+        h("details", {}, h("summary", {}, "Figures by month"),
+          table(null, ["Month", ["Capex", "num"], ["Opex", "num"], ["Total cost", "num"]],
+            months.data.map((month) => h("tr", {}, h("th", { scope: "row" }, month.label),
+              ...["capex_cents", "opex_cents", "total_cost_cents"].map((field) => h("td",
+                { class: "num" }, money(month[field], currency, `breakdown.month.${field}`,
+                  month.key)))))))));
+    }
+
+    const recent = [...decisions.data].sort((a, b) =>
+      String(b.decided_at || "").localeCompare(String(a.decided_at || ""))).slice(0, 5);
+    const decisionBlock = section("Recent decisions", {},
+      recent.length === 0 ? h("p", { class: "muted" }, "No decisions recorded.") :
+        h("ol", { class: "decisions" }, recent.map((decision) => h("li", {},
+          h("div", { class: "decision-head" },
+            h("span", { class: `badge outcome-${decision.outcome}` }, decision.outcome_label),
+            h("time", { datetime: decision.decided_at || "" }, day(decision.decided_at)),
+            decision.decided_by ? h("span", { class: "muted" }, decision.decided_by.name) : null,
+            decision.stage_changed ? h("span", { class: "muted" },
+              `${STAGES[decision.stage_before]} → ${STAGES[decision.stage_after]}`) : null),
+          h("p", {}, decision.rationale),
+          decision.net_cents === null || decision.net_cents === undefined ? null :
+            h("p", { class: "muted" }, "Net at the time: ",
+              money(decision.net_cents, decision.currency || currency, "decisions.net_cents",
+                decision.id))))));
+
+    view.append(head, about || "", h("div", { class: "two" }, caseBlock, budgetBlock),
+      decisionBlock);
+    if (row) {
+      // Spend is in the account currency; the budget's rate is drawn beside it only when the
+      // budget is kept in that currency too.
+      const rate = row.budgeted && (row.currency || currency) === currency
+        ? units(row.budget_monthly_run_rate_cents) : null;
+      periodChart(draws, holder, months.data.map((month) => month.label), [
+        { label: "Opex", color: "#c05621", fill: "rgba(221,107,32,0.35)", bars: true,
+          values: months.data.map((month) => units(month.opex_cents)) },
+        { label: "Capex", color: "#2b6cb0",
+          values: months.data.map((month) => units(month.capex_cents)) },
+        rate === null ? null : { label: "Budgeted monthly rate", color: "#2d3748", dash: [6, 4],
+          values: months.data.map(() => rate) },
+      ].filter(Boolean), currency);
+    }
+  }
+
+  function statusBadge(status, overParts) {
+    const words = { over: "Over budget", within: "Within budget", scheduled: "Scheduled",
+      no_budget: "No budget" };
+    const parts = status === "over" && overParts.length ? ` (${overParts.join(", ")})` : "";
+    return h("span", { class: `badge status-${status}`, "data-status": status },
+      `${words[status] || status}${parts}`);
+  }
+
+  async function budgetsView(view) {
+    const [budgets, initiatives] = await Promise.all([listAll("/budgets"), initiativesById()]);
+    const groups = [
+      ["over", "Over budget"], ["within", "Within budget"], ["scheduled", "Scheduled"],
+      ["no_budget", "Unbudgeted"],
+    ];
+    const title = (row) => {
+      const initiative = initiatives.get(String(row.initiative_id));
+      return initiativeLink(row.initiative_id, initiative ? initiative.title : `#${row.initiative_id}`);
+    };
+    view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Budgets"),
+      h("p", { class: "muted" }, "Approved budgets against spend, one row per initiative."))));
+    for (const [status, heading] of groups) {
+      const rows = budgets.data.filter((row) => row.status === status);
+      const content = rows.length === 0 ? h("p", { class: "muted" }, "None.") :
+        status === "no_budget"
+          ? h("ul", { class: "plain" }, rows.map((row) => h("li", { "data-initiative": row.initiative_id },
+            title(row))))
+          : table(null, ["Initiative", ["Budget to date", "num"], ["Actual to date", "num"],
+            ["Variance", "num"], ["Used", "num"], status === "scheduled" ? "Starts" : "Over"],
+          rows.map((row) => {
+            const c = row.currency;
+            return h("tr", { "data-initiative": row.initiative_id },
+              h("th", { scope: "row" }, title(row)),
+              h("td", { class: "num" }, money(row.budget_to_date_cents, c, "budgets.budget_to_date_cents", row.initiative_id)),
+              h("td", { class: "num" }, money(row.actual_to_date_cents, c, "budgets.actual_to_date_cents", row.initiative_id)),
+              h("td", { class: "num" }, money(row.variance_cents, c, "budgets.variance_cents", row.initiative_id)),
+              h("td", { class: "num" }, percent(row.used_ratio)),
+              h("td", {}, status === "scheduled" ? day(row.budget_started_on)
+                : (row.over_parts.join(", ") || "—")));
+          }));
+      view.append(section(`${heading} (${rows.length})`, { "data-status": status }, content));
+    }
+  }
+
+  // Syncs failing, or the platform refused the grant (a person must reconnect).
+  function needsAttention(row) {
+    return row.status === "error" || Boolean(row.reauth_required_at);
+  }
+
+  async function connectionsView(view) {
+    const integrations = await listAll("/integrations");
+    const attention = integrations.data.filter(needsAttention);
+    const others = integrations.data.filter((row) => !attention.includes(row));
+    const name = (row) => row.name || row.platform;
+    view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Connections"),
+      h("p", { class: "muted" }, "Connections to other platforms; credentials are never shown."))));
+    view.append(section(`Needing attention (${attention.length})`, { "data-attention": "true" },
+      attention.length === 0 ? h("p", { class: "muted" }, "Every connection is syncing.") :
+        h("ul", { class: "attention" }, attention.map((row) => h("li", { "data-integration": row.id },
+          h("strong", {}, name(row)), h("span", { class: "muted" }, ` · ${row.platform}`),
+          h("p", {}, row.reauth_required_at
+            ? `The platform refused the grant on ${day(row.reauth_required_at)}: a person must reconnect it.`
+            : `Syncs are failing (last sync: ${row.last_sync_status || "unknown"}).`),
+          h("p", { class: "muted" }, `Status ${row.status} · data last arrived ${day(row.last_synced_at)}`))))));
+    view.append(section(`Other connections (${others.length})`, {},
+      table(null, ["Connection", "Platform", "Status", "Data last arrived"],
+        others.map((row) => h("tr", { "data-integration": row.id },
+          h("th", { scope: "row" }, name(row)), h("td", {}, row.platform),
+          h("td", {}, h("span", { class: `badge conn-${row.status}` }, row.status)),
+          h("td", {}, day(row.last_synced_at)))))));
+  }
+
+  // --- routing and sign-in --------------------------------------------------------------
+
+  function showAlert(message) {
+    const alert = document.getElementById("alert");
+    alert.textContent = message || "";
+    alert.hidden = !message;
+  }
+
+  function showSignIn(message) {
+    destroyCharts();
+    document.getElementById("view").replaceChildren();
+    document.getElementById("nav").hidden = true;
+    document.getElementById("sign-out").hidden = true;
+    document.getElementById("signin").hidden = false;
+    const error = document.getElementById("signin-error");
+    error.textContent = message || "";
+    error.hidden = !message;
+    document.getElementById("token").focus();
+  }
+
+  async function render() {
+    const current = ++generation;
+    const draws = []; // this render's charts, drawn once its view is in the page
+    if (!token()) {
+      showSignIn("");
+      return;
+    }
+    document.getElementById("signin").hidden = true;
+    document.getElementById("nav").hidden = false;
+    document.getElementById("sign-out").hidden = false;
+    const route = location.hash.replace(/^#/, "") || "/";
+    const initiative = route.match(/^\/initiatives\/(\d+)$/);
+    const name = initiative ? "initiative" : route === "/budgets" ? "budgets"
+      : route === "/connections" ? "connections" : "portfolio";
+    for (const link of document.querySelectorAll("#nav a")) {
+      if (link.dataset.view === name) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    const view = h("div", { class: "view", "data-view": name });
+    document.body.dataset.state = "loading";
+    try {
+      if (initiative) await initiativeView(view, initiative[1], draws);
+      else if (name === "budgets") await budgetsView(view);
+      else if (name === "connections") await connectionsView(view);
+      else await portfolio(view, draws);
+    } catch (error) {
+      if (current !== generation) return;
+      document.body.dataset.state = "error";
+      if (error instanceof ApiFailure && error.status === 401) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        state.initiatives = null;
+        showSignIn(error.message);
+        return;
+      }
+      showAlert(error instanceof ApiFailure ? error.message : "The page could not be shown.");
+      if (!(error instanceof ApiFailure)) console.warn(error);
+      return;
+    }
+    if (current !== generation) return;
+    showAlert("");
+    destroyCharts();
+    document.getElementById("view").replaceChildren(view);
+    for (const draw of draws) draw();
+    document.body.dataset.state = "ready";
+  }
+
+  function start() {
+    takeTokenFromFragment();
+    document.getElementById("signin-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const given = document.getElementById("token").value.trim();
+      if (!given) return;
+      sessionStorage.setItem(TOKEN_KEY, given);
+      document.getElementById("token").value = "";
+      state.initiatives = null;
+      render().then(() => document.getElementById("main").focus({ preventScroll: true }));
+    });
+    document.getElementById("sign-out").addEventListener("click", () => {
+      sessionStorage.removeItem(TOKEN_KEY);
+      state.initiatives = null;
+      showAlert("");
+      showSignIn("");
+    });
+    // A new view starts at its top, and the keyboard's next Tab goes into its content.
+    window.addEventListener("hashchange", () => {
+      // A link with #token= opened in this tab: another account's token, perhaps.
+      if (takeTokenFromFragment()) state.initiatives = null;
+      render().then(() => {
+        window.scrollTo(0, 0);
+        document.getElementById("main").focus({ preventScroll: true });
+      });
+    });
+    render();
+  }
+
+  start();
+})();

@@ -1,0 +1,608 @@
+"""The dashboard in a real browser: `airoi demo`'s store served by `airoi serve`, the page
+driven by Chromium (docs/dashboard.md).
+
+One server and one browser for the module; each test has a fresh browser context (its own
+session storage). Every figure the page shows is compared with the API's, fetched here
+independently with httpx. Throughout, no request leaves the server, the console logs no
+error and the Content-Security-Policy reports no violation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from airoi.db.engine import make_engine
+from airoi.db.migrate import upgrade
+from airoi.settings import Settings
+from tests.factories import BundleBuilder
+from tests.servers import RunningServer, airoi_serve
+
+ROOT = Path(__file__).resolve().parents[2]
+# The day the demo's story is told from, fixed so that the screenshots are the same each run.
+TODAY = "2026-11-26"
+# Written to docs/screenshots/ when this names that folder (docs/dashboard.md says how);
+# otherwise into the test's own temporary folder.
+SCREENSHOTS_ENV = "AIROI_TEST_SCREENSHOTS"
+READY = "body[data-state=ready]"
+# What the page's script sees of a CSP violation (Playwright's init scripts are not bound by
+# the policy, so this listener is there before the page's own code).
+LISTEN_FOR_VIOLATIONS = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__violations.push(`${event.violatedDirective} ${event.blockedURI}`);
+});
+"""
+SHOWN_FIGURES = """
+els => els.map(e => ({
+  figure: e.dataset.figure,
+  cents: e.dataset.cents,
+  key: e.dataset.key ?? null,
+  window: e.closest('[data-window]')?.dataset.window ?? null,
+  text: e.textContent,
+  title: e.getAttribute('title'),
+}))
+"""
+
+
+@dataclass(frozen=True)
+class Served:
+    base: str
+    token: str
+    link: str  # the dashboard link `airoi demo` printed, as path and fragment
+    store_url: str
+
+    def api(self, path: str, token: str | None = None, **params: Any) -> Any:
+        response = httpx.get(
+            f"{self.base}/api/v1{path}",
+            params=params,
+            headers={"Authorization": f"Bearer {token or self.token}"},
+            timeout=30,
+        )
+        if token is None:
+            response.raise_for_status()
+        return response.json()
+
+    def rows(self, path: str, **params: Any) -> list[dict[str, Any]]:
+        """Every row of a list, page after page."""
+        rows: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.api(path, limit=500, **params, **({"cursor": cursor} if cursor else {}))
+            rows += page["data"]
+            if not page["page"]["has_more"]:
+                return rows
+            cursor = page["page"]["next_cursor"]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    store = tmp_path_factory.mktemp("dashboard") / "airoi.db"
+    url = f"sqlite:///{store}"
+    env = {**os.environ, "AIROI_TODAY": TODAY}
+    shown = subprocess.run(
+        [sys.executable, "-m", "airoi", "demo", "--database-url", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    ).stdout
+    token = re.search(r"^Token:\s+(\S+)$", shown, re.MULTILINE)
+    link = re.search(r"^Dashboard:\s+http://localhost:8000(/\S*)$", shown, re.MULTILINE)
+    assert token and link, shown
+    with airoi_serve(url, AIROI_TODAY=TODAY) as port:
+        yield Served(f"http://127.0.0.1:{port}", token.group(1), link.group(1), url)
+
+
+@dataclass
+class Watched:
+    """A page, with what it asked for and what it complained of."""
+
+    page: Any
+    requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    # A failed fetch is logged by the browser itself; a test that expects one says which.
+    expected_errors: tuple[str, ...] = ()
+    # Another server of the test's own (host:port), besides the module's.
+    other_server: str | None = None
+
+    def violations(self) -> list[str]:
+        return list(self.page.evaluate("window.__violations || []"))
+
+    def figures(self) -> list[dict[str, Any]]:
+        return list(self.page.eval_on_selector_all("[data-cents]", SHOWN_FIGURES))
+
+
+@pytest.fixture
+def watched(browser: Any, served: Served) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    context.add_init_script(LISTEN_FOR_VIOLATIONS)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    watch = Watched(page)
+    page.on("request", lambda request: watch.requests.append(request.url))
+    page.on(
+        "console",
+        lambda message: (
+            watch.console_errors.append(message.text) if message.type == "error" else None
+        ),
+    )
+    page.on("pageerror", lambda error: watch.console_errors.append(f"uncaught: {error}"))
+    yield watch
+    try:
+        # No request leaves the server: every one is to its host and port (or a data: URL).
+        here = urlsplit(served.base).netloc
+        elsewhere = [
+            url
+            for url in watch.requests
+            if not url.startswith("data:")
+            and urlsplit(url).netloc not in (here, watch.other_server)
+        ]
+        assert elsewhere == []
+        assert watch.requests, "the page asked for nothing"
+        unexpected = [
+            text
+            for text in watch.console_errors
+            if not any(expected in text for expected in watch.expected_errors)
+        ]
+        assert unexpected == []
+        assert watch.violations() == []
+    finally:
+        context.close()
+
+
+def sign_in(watch: Watched, served: Served) -> None:
+    watch.page.goto(f"{served.base}{served.link}")
+    watch.page.wait_for_selector(READY)
+
+
+def wait_for(watch: Watched, selector: str) -> None:
+    watch.page.wait_for_selector(f"{READY} {selector}")
+
+
+# --- what the API says, worked out here -----------------------------------------------
+
+ROI_FIELDS = {
+    "roi.approved_value_cents": ("approved_value_cents",),
+    "roi.total_cost_cents": ("total_cost_cents",),
+    "roi.net_value_cents": ("net_value_cents",),
+    "roi.cost.capex_cents": ("cost", "capex_cents"),
+    "roi.cost.opex_cents": ("cost", "opex_cents"),
+}
+# The fields the portfolio shows of each breakdown's rows.
+BREAKDOWN_FIELDS = {
+    "month": (
+        "approved_value_cents",
+        "capex_cents",
+        "opex_cents",
+        "total_cost_cents",
+        "net_value_cents",
+    ),
+    "quarter": (
+        "approved_value_cents",
+        "capex_cents",
+        "opex_cents",
+        "total_cost_cents",
+        "net_value_cents",
+    ),
+    "initiative": ("approved_value_cents", "total_cost_cents", "net_value_cents"),
+    "vendor": ("capex_cents", "opex_cents", "total_cost_cents"),
+}
+
+Figures = dict[tuple[str, str | None], str]
+
+
+def roi_figures(roi: dict[str, Any]) -> Figures:
+    figures: Figures = {}
+    for figure, path in ROI_FIELDS.items():
+        value: Any = roi
+        for part in path:
+            value = value[part]
+        figures[(figure, None)] = str(value)
+    return figures
+
+
+def breakdown_figures(served: Served, by: str, **scope: Any) -> Figures:
+    rows = served.rows("/roi/breakdown", by=by, **scope)
+    roi = served.api("/roi", **scope)
+    # Independent of the page: the rows add up to /roi's figures (SEMANTICS R37).
+    assert sum(row["total_cost_cents"] for row in rows) == roi["total_cost_cents"]
+    return {
+        (f"breakdown.{by}.{name}", "" if row["key"] is None else str(row["key"])): str(row[name])
+        for row in rows
+        for name in BREAKDOWN_FIELDS[by]
+    }
+
+
+def shown(watch: Watched, window: str, within: str = "") -> Figures:
+    figures: Figures = {}
+    for item in watch.page.eval_on_selector_all(f"{within} [data-cents]", SHOWN_FIGURES):
+        assert item["window"] == window, item
+        key = (item["figure"], item["key"])
+        assert key not in figures, f"{key} is shown twice"
+        figures[key] = item["cents"]
+    return figures
+
+
+def dollars(cents: int, places: str) -> str:
+    amount = (Decimal(cents) / 100).quantize(Decimal(places), rounding=ROUND_HALF_UP)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}${abs(amount):,}"
+
+
+# --- the tests ------------------------------------------------------------------------
+
+
+def test_the_demo_link_signs_in_and_the_token_leaves_the_address_bar(
+    watched: Watched, served: Served
+) -> None:
+    assert served.link == f"/#token={served.token}"
+    sign_in(watched, served)
+    page = watched.page
+    assert page.url == f"{served.base}/"
+    assert served.token not in page.url
+    assert page.evaluate("sessionStorage.getItem('airoi.token')") == served.token
+    # The fragment never reached the server, and no address carried the token.
+    assert all(served.token not in url for url in watched.requests)
+    # Reloading keeps the tab signed in; the token is not back in the address bar.
+    page.reload()
+    page.wait_for_selector(READY)
+    assert page.url == f"{served.base}/"
+    assert page.is_visible("text=Sign out")
+    # A link with the token followed in a tab already open: taken out of the bar just the same.
+    page.evaluate("token => { location.hash = `#token=${token}`; }", served.token)
+    page.wait_for_url(f"{served.base}/")
+    page.wait_for_selector(f"{READY} [data-view=portfolio]")
+    assert served.token not in page.url
+
+
+def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) -> None:
+    sign_in(watched, served)
+    page = watched.page
+    # The default window is the last year, and says so.
+    pressed = page.locator("[role=group][aria-label=Window] button[aria-pressed=true]")
+    assert pressed.all_text_contents() == ["1 year"]
+    for window, by, choose in [
+        ("1yr", "month", None),
+        ("all", "month", "All time"),
+        ("all", "quarter", "By quarter"),
+        ("3yr", "quarter", "3 years"),
+    ]:
+        if choose:
+            page.click(f"button:text-is('{choose}')")
+            wait_for(watched, f"[data-window='{window}']")
+        expected = {
+            **roi_figures(served.api("/roi", window=window)),
+            **breakdown_figures(served, by, window=window),
+            **breakdown_figures(served, "initiative", window=window),
+            **breakdown_figures(served, "vendor", window=window),
+        }
+        figures = shown(watched, window, "[data-view=portfolio]")
+        # Every figure shown is the API's, and every one of the API's is shown.
+        assert figures == expected
+        assert len(figures) > 50
+    # Amounts are in the account's currency: whole dollars shown, the exact cents on hover.
+    roi = served.api("/roi", window="3yr")
+    net = page.locator("[data-figure='roi.net_value_cents']")
+    assert net.text_content() == dollars(roi["net_value_cents"], "1")
+    assert net.get_attribute("title") == dollars(roi["net_value_cents"], "0.01")
+
+
+def test_the_ranking_is_by_net_value_then_by_roi(watched: Watched, served: Served) -> None:
+    sign_in(watched, served)
+    rows = served.rows("/roi/breakdown", by="initiative", window="1yr")
+    titles = watched.page.locator("table.ranked tbody th a")
+    by_net = sorted(rows, key=lambda row: -row["net_value_cents"])
+    assert titles.all_text_contents() == [row["label"] for row in by_net]
+    watched.page.click("button:text-is('By ROI')")
+    wait_for(watched, "table.ranked")
+    with_roi = sorted((row for row in rows if row["roi"] is not None), key=lambda row: -row["roi"])
+    assert titles.all_text_contents()[: len(with_roi)] == [row["label"] for row in with_roi]
+    # Each carries the stage the initiatives list gives it.
+    stages = {
+        row["title"]: row["stage"] for row in served.rows("/initiatives", include_sample="true")
+    }
+    first = watched.page.locator("table.ranked tbody tr").first
+    assert (
+        first.locator(".badge").get_attribute("class")
+        == f"badge stage-{stages[with_roi[0]['label']]}"
+    )
+
+
+def test_an_initiative_shows_its_case_budget_burn_and_decisions(
+    watched: Watched, served: Served
+) -> None:
+    sign_in(watched, served)
+    page = watched.page
+    # The one with the most decisions, reached from the portfolio's ranking.
+    decisions = served.rows("/decisions")
+    counts: dict[int, int] = {}
+    for decision in decisions:
+        if decision["initiative_id"] is not None:
+            counts[decision["initiative_id"]] = counts.get(decision["initiative_id"], 0) + 1
+    ranked = {row["key"] for row in served.rows("/roi/breakdown", by="initiative", window="1yr")}
+    chosen = max(ranked & set(counts), key=lambda key: (counts[key], key))
+    page.click(f"table.ranked a[href='#/initiatives/{chosen}']")
+    wait_for(watched, "[data-view=initiative]")
+    assert page.url.endswith(f"#/initiatives/{chosen}")
+
+    initiative = served.api(f"/initiatives/{chosen}")
+    assert page.locator("#view h1").text_content() == initiative["title"]
+    figures = {(item["figure"], item["key"]): item for item in watched.figures()}
+    # The business case, as the initiative's row has it.
+    for name in (
+        "expected_capex_cents",
+        "expected_opex_cents",
+        "expected_cost_savings_cents",
+        "expected_revenue_uplift_cents",
+    ):
+        if initiative[name] is None:
+            assert (f"initiative.{name}", None) not in figures
+        else:
+            assert figures[(f"initiative.{name}", None)]["cents"] == str(initiative[name])
+    # Against the actuals of all time.
+    roi = served.api("/roi", initiative_id=chosen, window="all")
+    for key, cents in roi_figures(roi).items():
+        assert figures[key]["cents"] == cents
+        assert figures[key]["window"] == "all"
+    # The budget row.
+    (budget,) = served.rows("/budgets", initiative_id=chosen, include_sample="true")
+    budget_shown = {k[0]: v for k, v in figures.items() if k[0].startswith("budgets.")}
+    assert len(budget_shown) >= 8
+    for figure, item in budget_shown.items():
+        assert item["cents"] == str(budget[figure.removeprefix("budgets.")]), figure
+    assert page.get_attribute(".badge[data-status]", "data-status") == budget["status"]
+    # Its monthly burn over the last year, month by month, and the chart drawn from it.
+    months = breakdown_figures(served, "month", initiative_id=chosen, window="1yr")
+    burn = {k: v for k, v in figures.items() if k[0].startswith("breakdown.month.")}
+    assert {k: v["cents"] for k, v in burn.items()} == {
+        k: v
+        for k, v in months.items()
+        if k[0].split(".")[-1] in ("capex_cents", "opex_cents", "total_cost_cents")
+    }
+    assert all(item["window"] == "1yr" for item in burn.values())
+    assert page.locator(".burn .uplot canvas").count() == 1
+    # Its decisions, latest first, five at most.
+    mine = sorted(
+        (d for d in decisions if d["initiative_id"] == chosen),
+        key=lambda d: d["decided_at"] or "",
+        reverse=True,
+    )
+    listed = page.locator("ol.decisions > li")
+    assert listed.count() == min(5, len(mine)) > 0
+    assert listed.first.locator("p").first.text_content() == mine[0]["rationale"]
+
+
+def test_the_budgets_overview_keeps_each_status_apart(watched: Watched, served: Served) -> None:
+    sign_in(watched, served)
+    page = watched.page
+    page.click("#nav a:text-is('Budgets')")
+    wait_for(watched, "[data-view=budgets]")
+    budgets = served.rows("/budgets")
+    assert {row["status"] for row in budgets} == {"over", "within", "scheduled", "no_budget"}
+    for status in ("over", "within", "scheduled", "no_budget"):
+        listed = page.eval_on_selector_all(
+            f"section[data-status={status}] [data-initiative]",
+            "els => els.map(e => Number(e.dataset.initiative))",
+        )
+        assert sorted(listed) == sorted(
+            r["initiative_id"] for r in budgets if r["status"] == status
+        )
+    by_id = {row["initiative_id"]: row for row in budgets}
+    shown_figures = watched.figures()
+    assert len(shown_figures) == 3 * sum(row["status"] != "no_budget" for row in budgets)
+    for item in shown_figures:
+        row = by_id[int(item["key"])]
+        assert item["cents"] == str(row[item["figure"].removeprefix("budgets.")]), item
+    # An over-budget initiative opens on its own view, with its status.
+    over = next(row for row in budgets if row["status"] == "over")
+    page.click(f"section[data-status=over] a[href='#/initiatives/{over['initiative_id']}']")
+    wait_for(watched, "[data-view=initiative]")
+    assert page.get_attribute(".badge[data-status]", "data-status") == "over"
+    # Its burn is drawn against the budget's monthly rate when both are in one currency, and
+    # a budget kept in another currency is not drawn against spend in the account's.
+    account = served.api("/roi")["currency"]
+    legend = page.locator(".burn .u-legend")
+    assert over["currency"] == account
+    assert "Budgeted monthly rate" in (legend.text_content() or "")
+    foreign = next(r for r in budgets if r["budgeted"] and r["currency"] != account)
+    page.evaluate("id => { location.hash = `#/initiatives/${id}`; }", foreign["initiative_id"])
+    wait_for(watched, f"[data-view=initiative] h1:text-is({by_title(served, foreign)!r})")
+    assert "Budgeted monthly rate" not in (legend.text_content() or "")
+    assert page.is_visible(f"text=the budget is kept in {foreign['currency']}")
+
+
+def by_title(served: Served, budget: dict[str, Any]) -> str:
+    return str(served.api(f"/initiatives/{budget['initiative_id']}")["title"])
+
+
+def test_connections_needing_attention_are_those_in_error_or_to_reconnect(
+    watched: Watched, served: Served
+) -> None:
+    sign_in(watched, served)
+    page = watched.page
+    page.click("#nav a:text-is('Connections')")
+    wait_for(watched, "[data-view=connections]")
+    integrations = served.rows("/integrations")
+    attention = {
+        row["id"] for row in integrations if row["status"] == "error" or row["reauth_required_at"]
+    }
+    assert attention and attention != {row["id"] for row in integrations}
+    listed = page.eval_on_selector_all(
+        "[data-attention] [data-integration]", "els => els.map(e => Number(e.dataset.integration))"
+    )
+    assert set(listed) == attention and len(listed) == len(attention)
+    others = page.eval_on_selector_all(
+        "tr[data-integration]", "els => els.map(e => Number(e.dataset.integration))"
+    )
+    assert set(others) == {row["id"] for row in integrations} - attention
+
+
+def test_a_refused_token_shows_the_apis_message(watched: Watched, served: Served) -> None:
+    refused = "airoi_" + "x" * 43
+    said = served.api("/roi", token=refused)["error"]["message"]
+    watched.expected_errors = ("status of 401",)  # the browser logs the refused fetch itself
+    watched.page.goto(f"{served.base}/#token={refused}")
+    watched.page.wait_for_selector("#signin-error:not([hidden])")
+    assert watched.page.text_content("#signin-error") == said
+    assert watched.page.evaluate("sessionStorage.getItem('airoi.token')") is None
+    assert watched.page.url == f"{served.base}/"
+
+
+def test_too_many_requests_shows_the_apis_message(watched: Watched, served: Served) -> None:
+    # The same store served (in this process) with a budget of 3 requests a minute per
+    # token: the portfolio's first load asks for more than that.
+    settings = Settings(
+        database_url=served.store_url, today=date.fromisoformat(TODAY), rate_limit="3/minute"
+    )
+    limited = RunningServer(settings)
+    try:
+        watched.other_server = f"127.0.0.1:{limited.port}"
+        watched.expected_errors = ("status of 429",)
+        watched.page.goto(f"{limited.base_url}/#token={served.token}")
+        watched.page.wait_for_selector("#alert:not([hidden])")
+        shown_message = watched.page.text_content("#alert") or ""
+        said = httpx.get(
+            f"{limited.base_url}/api/v1/roi", headers={"Authorization": f"Bearer {served.token}"}
+        )
+    finally:
+        limited.stop()
+    assert said.status_code == 429
+    # The API's sentence (only the seconds to wait may have gone down since).
+    message = said.json()["error"]["message"]
+    assert re.fullmatch(re.sub(r"\d+", r"\\d+", re.escape(message)), shown_message), shown_message
+    # Still signed in: a 429 is not a refused token.
+    assert watched.page.evaluate("sessionStorage.getItem('airoi.token')") == served.token
+
+
+def test_a_plan_without_api_access_shows_the_apis_message(watched: Watched, tmp_path: Path) -> None:
+    # SPEC 5.5: a good token of an account whose plan has no API access is refused 403.
+    url = f"sqlite:///{tmp_path / 'no-api.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    account = b.account(name="No API", api_access=False)
+    secret = b.token(b.user(account, role="owner"))
+    b.load(engine)
+    engine.dispose()
+    store = RunningServer(Settings(database_url=url))
+    try:
+        watched.other_server = f"127.0.0.1:{store.port}"
+        watched.expected_errors = ("status of 403",)
+        said = httpx.get(
+            f"{store.base_url}/api/v1/roi", headers={"Authorization": f"Bearer {secret}"}
+        )
+        watched.page.goto(f"{store.base_url}/#token={secret}")
+        watched.page.wait_for_selector("#alert:not([hidden])")
+        assert said.status_code == 403
+        assert watched.page.text_content("#alert") == said.json()["error"]["message"]
+        # The token is good: the tab stays signed in, and shows no figure.
+        assert watched.page.evaluate("sessionStorage.getItem('airoi.token')") == secret
+        assert watched.figures() == []
+    finally:
+        store.stop()
+
+
+def test_it_is_used_with_the_keyboard_alone(watched: Watched, served: Served) -> None:
+    page = watched.page
+    keyboard = page.keyboard
+    page.goto(f"{served.base}/")
+    page.wait_for_selector("#signin:not([hidden])")
+    # The form takes the token where the cursor already is, and Enter signs in.
+    assert page.evaluate("document.activeElement.id") == "token"
+    keyboard.type(served.token)
+    keyboard.press("Enter")
+    page.wait_for_selector(f"{READY} [data-view=portfolio]")
+
+    def tab_to(text: str, key: str = "Tab", limit: int = 40) -> None:
+        for _ in range(limit):
+            keyboard.press(key)
+            if page.evaluate("document.activeElement.textContent.trim()") == text:
+                # The focus is visible where it is.
+                outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+                assert outline not in ("", "none")
+                return
+        raise AssertionError(f"{text!r} is not reached with Tab")
+
+    tab_to("All time")
+    keyboard.press("Enter")
+    page.wait_for_selector(f"{READY} [data-window=all]")
+    # The choice keeps the focus; back from there to the views' links.
+    assert page.evaluate("document.activeElement.textContent") == "All time"
+    tab_to("Budgets", "Shift+Tab")
+    keyboard.press("Enter")
+    page.wait_for_selector(f"{READY} [data-view=budgets]")
+    # After a view changes, the reader starts at its content.
+    assert page.evaluate("document.activeElement.id") == "main"
+    tab_to("Sign out", "Shift+Tab")
+    keyboard.press("Enter")
+    page.wait_for_selector("#signin:not([hidden])")
+    assert page.evaluate("sessionStorage.getItem('airoi.token')") is None
+
+
+def screenshot_folder(tmp_path: Path) -> Path:
+    named = os.environ.get(SCREENSHOTS_ENV)
+    return Path(named) if named else tmp_path
+
+
+def test_a_phone_reads_every_view_without_sideways_scrolling(
+    browser: Any, served: Served, tmp_path: Path
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 375, "height": 812},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+        locale="en-US",
+    )
+    try:
+        page = context.new_page()
+        page.goto(f"{served.base}{served.link}")
+        page.wait_for_selector(READY)
+        for route, view in [
+            ("#/", "portfolio"),
+            ("#/budgets", "budgets"),
+            ("#/connections", "connections"),
+            (f"#/initiatives/{served.rows('/budgets')[0]['initiative_id']}", "initiative"),
+        ]:
+            page.evaluate(f"location.hash = {route!r}")
+            page.wait_for_selector(f"{READY} [data-view={view}]")
+            width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1], (view, width)
+            # Text no smaller than 12 px anywhere it is read.
+            smallest = page.evaluate(
+                "Math.min(...[...document.querySelectorAll('td, th, p, dd, dt, .card-value')]"
+                ".map(e => parseFloat(getComputedStyle(e).fontSize)))"
+            )
+            assert smallest >= 12, view
+        page.evaluate("location.hash = '#/'")
+        page.wait_for_selector(f"{READY} [data-view=portfolio]")
+        # What a phone's screen shows first, at its pixel density.
+        path = screenshot_folder(tmp_path) / "dashboard-phone.png"
+        page.screenshot(path=str(path))
+        assert 10_000 < path.stat().st_size < 400_000
+    finally:
+        context.close()
+
+
+def test_the_screenshot_at_1280(watched: Watched, served: Served, tmp_path: Path) -> None:
+    sign_in(watched, served)
+    # The chart is drawn: a canvas as wide as its block.
+    width = watched.page.evaluate("document.querySelector('.chart canvas').clientWidth")
+    assert width > 600
+    path = screenshot_folder(tmp_path) / "dashboard.png"
+    watched.page.screenshot(path=str(path), full_page=True)
+    assert 10_000 < path.stat().st_size < 400_000

@@ -1,0 +1,152 @@
+"""The dashboard's routes, `/` and `/assets/NAME` (docs/dashboard.md), without a browser.
+
+They need no token (the page holds no data; its script reads /api/v1 with the person's
+token), serve GET and HEAD only (SEMANTICS R30), answer an unknown file with SPEC 7's body,
+carry a strict Content-Security-Policy, and stay out of the API's description. Every file the
+page loads is shipped in the package, none from another host, with no inline script or style.
+The browser's side is tests/browser/test_dashboard.py.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+ROOT = Path(__file__).resolve().parent.parent
+WEB = ROOT / "src" / "airoi" / "web"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+
+
+# `client` (tests/conftest.py): the served app over an empty store, SQLite and PostgreSQL; the
+# page and its files read nothing from it.
+
+
+class Loaded(HTMLParser):
+    """What a page loads (script src, link href), and whatever would run or style inline."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loaded: list[str] = []
+        self.inline: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        if tag == "script":
+            if named.get("src"):
+                self.loaded.append(str(named["src"]))
+            else:
+                self.inline.append("a script without src")
+        if tag == "style":
+            self.inline.append("a style element")
+        if tag == "link" and named.get("href"):
+            self.loaded.append(str(named["href"]))
+        self.inline += [f"{tag} {name}=" for name, _ in attrs if name == "style"]
+        self.inline += [f"{tag} {name}=" for name, _ in attrs if name.startswith("on")]
+
+
+def test_the_page_needs_no_token_and_says_what_it_may_load(client: TestClient[Litestar]) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert page.headers["content-security-policy"] == CSP
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert page.headers["referrer-policy"] == "no-referrer"
+    parsed = Loaded()
+    parsed.feed(page.text)
+    assert parsed.inline == []
+    # Every file from this server, under /assets, and each is served with its type.
+    assert parsed.loaded, page.text
+    kinds = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+    for path in parsed.loaded:
+        assert path.startswith("/assets/"), path
+        served = client.get(path)
+        assert served.status_code == 200, path
+        assert served.headers["content-type"].startswith(kinds[Path(path).suffix]), path
+        assert served.headers["content-security-policy"] == CSP
+        assert served.content == (WEB / "assets" / path.removeprefix("/assets/")).read_bytes()
+
+
+def test_head_answers_as_get_without_a_body(client: TestClient[Litestar]) -> None:
+    # SEMANTICS R30: HEAD is served where GET is.
+    for path in ("/", "/assets/dashboard.js"):
+        got = client.get(path)
+        head = client.head(path)
+        assert head.status_code == 200
+        assert head.content == b""
+        assert head.headers["content-length"] == str(len(got.content))
+        assert head.headers["etag"] == got.headers["etag"]
+
+
+def test_a_kept_copy_is_answered_304(client: TestClient[Litestar]) -> None:
+    first = client.get("/assets/dashboard.css")
+    again = client.get("/assets/dashboard.css", headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304
+    assert again.content == b""
+    other = client.get("/assets/dashboard.css", headers={"If-None-Match": '"something else"'})
+    assert other.status_code == 200
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+@pytest.mark.parametrize("path", ["/", "/assets/dashboard.js", "/assets/no-such.js"])
+def test_another_method_is_405_before_anything_else(
+    client: TestClient[Litestar], method: str, path: str
+) -> None:
+    # SEMANTICS R30: 405 with Allow and SPEC 7's body, no token asked.
+    response = client.request(method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET"
+    assert response.json()["error"]["status"] == 405
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "no-such.js",
+        "VENDORED.md",  # the vendored files' notes and licence ship, but are not served
+        "uPlot.LICENSE",
+        "..%2F__init__.py",
+        "%2E%2E%2Findex.html",
+    ],
+)
+def test_an_unknown_file_is_404_with_the_error_body(
+    client: TestClient[Litestar], name: str
+) -> None:
+    response = client.get(f"/assets/{name}")
+    assert response.status_code == 404
+    body = response.json()
+    assert body["error"]["status"] == 404
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert "import" not in response.text  # no source file's text
+
+
+def test_the_description_is_left_as_it_was(client: TestClient[Litestar]) -> None:
+    paths = set(client.get("/api/v1/openapi.json").json()["paths"])
+    assert paths and all(path.startswith("/api/v1/") for path in paths)
+
+
+def test_every_shipped_file_is_in_the_package_data() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["airoi"]
+    assert {"web/*.html", "web/assets/*"} <= set(shipped)
+    # Nothing in the folder but files those patterns take (no subfolder left behind).
+    assert all(path.is_file() for path in (WEB / "assets").iterdir())
+
+
+def test_the_vendored_chart_library_is_the_one_its_notes_name() -> None:
+    import hashlib
+
+    notes = (WEB / "assets" / "VENDORED.md").read_text()
+    for name in ("uPlot.iife.min.js", "uPlot.min.css"):
+        digest = hashlib.sha256((WEB / "assets" / name).read_bytes()).hexdigest()
+        assert re.search(rf"{digest}\s+{re.escape(name)}", notes), name
+    assert "MIT License" in (WEB / "assets" / "uPlot.LICENSE").read_text()
