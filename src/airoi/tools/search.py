@@ -10,7 +10,7 @@ finds Zendesk): one edit for words up to 7 characters, two for longer ones.
 Ranking: the title equal to the query first, then a title that starts with it, then one that
 holds it, then one that holds every word, then a hit whose words are partly found outside
 the title, then the hits found despite a typing mistake. Within a rank, kinds keep the order
-of `ALL_KINDS` and then folded titles sort by code point.
+of `ALL_KINDS`, then folded titles sort by code point, then records by id.
 
 Records of the account are matched by the store's own index over `search_entries` (an FTS5
 trigram table on SQLite, trigram GIN indexes on PostgreSQL; airoi.db.search_index), always
@@ -75,6 +75,7 @@ class _Ranked:
     rank: int
     kind_order: int
     title: str
+    id: int  # a record's id, 0 for catalog content: equal titles of one kind in id order
     hit: SearchHit = field(compare=False)
 
 
@@ -198,7 +199,7 @@ class _Collector:
         url: str | None = None,
     ) -> None:
         hit = SearchHit(kind=kind, id=id, key=key, title=title, snippet=one_line(snippet), url=url)
-        self.ranked.append(_Ranked(rank, _KIND_ORDER[kind], _folded(title), hit))
+        self.ranked.append(_Ranked(rank, _KIND_ORDER[kind], _folded(title), id or 0, hit))
 
 
 def search(
