@@ -27,7 +27,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, case, func, or_, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    case,
+    column,
+    func,
+    or_,
+    select,
+    table,
+    text,
+)
 
 from airoi import catalog
 from airoi.auth import Principal
@@ -158,6 +169,12 @@ def distance(a: str, b: str, bound: int) -> int:
     return min(row[len(b)], bound + 1)
 
 
+@functools.lru_cache(maxsize=65536)
+def _near(word: str, token: str, budget: int) -> bool:
+    """Names share most of their words ("vendor", "inc"): each pair is worked out once."""
+    return distance(word, token, budget) <= budget
+
+
 def near_match(title: str, body: str, query: Query) -> bool:
     """Every word in the folded texts, some only within their typing budget of a word there
     (a hit that holds every word as it is was ranked already)."""
@@ -167,7 +184,7 @@ def near_match(title: str, body: str, query: Query) -> bool:
         if word in title or word in body:
             continue
         budget = typo_budget(word)
-        if not budget or not any(distance(word, token, budget) <= budget for token in words):
+        if not budget or not any(_near(word, token, budget) for token in words):
             return False
         mistaken = True
     return mistaken
@@ -249,6 +266,7 @@ def search(
 # records of the account ---------------------------------------------------------------------
 
 _entries = tables.search_entries
+_fts = table(FTS_TABLE, column("rowid"))
 Hit = tuple[str, int, int]  # kind, record id, rank
 
 
@@ -292,19 +310,20 @@ def matched(
         else_=SECONDARY,
     ).label("rank")
     conditions = [e.c.account_id == principal.account_id, e.c.kind.in_(kinds)]
+    source: Any = e
     if db.dialect.name == "sqlite":
         long = [word for word in query.words if len(word) >= TRIGRAM]
         conditions += [_contains(word) for word in query.words if len(word) < TRIGRAM]
         if long:
+            # From the FTS table first: the account's index would walk all its entries.
             match = "{title body} : (" + " AND ".join(map(_fts_phrase, long)) + ")"
-            indexed = text(
-                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :match"  # noqa: S608
-            ).bindparams(match=match)
-            conditions.append(e.c.id.in_(indexed))
+            source = _fts.join(e, e.c.id == _fts.c.rowid)
+            conditions.append(text(f"{FTS_TABLE} MATCH :match").bindparams(match=match))
     else:
         conditions += [_contains(word) for word in query.words]
     rows = db.execute(
         select(e.c.kind, e.c.ref_id, rank)
+        .select_from(source)
         .where(*conditions)
         .order_by(rank, _kind_order(), _title_order(db), e.c.ref_id)
         .limit(limit)
