@@ -219,11 +219,13 @@ def test_loads_keep_the_index_in_step(engine: Engine) -> None:
     b = BundleBuilder()
     acct = b.account()
     initiative = b.initiative(acct, title="Old title")
+    kept = b.initiative(acct, title="Kept as is")
     person = b.user(acct, name="Ada Lovelace", email=None)
     b._add("vendors", {"id": 600, "account_id": acct, "name": "Beta Corp"})
     b._add("vendors", {"id": 601, "account_id": acct, "name": "Gamma Corp"})
     b.load(engine)
     assert titles(engine, acct, "old title", "initiative") == ["Old title"]
+    entry_ids = entry_ids_of(engine, "initiative")
     later = BundleBuilder(first_id=1000)
     later._add("initiatives", {"id": initiative, "title": "New name"})
     later._add("users", {"id": person, "removed_at": "2026-01-01T00:00:00Z"})
@@ -233,6 +235,16 @@ def test_loads_keep_the_index_in_step(engine: Engine) -> None:
     assert titles(engine, acct, "new name", "initiative") == ["New name"]
     assert titles(engine, acct, "lovelace", "person") == []
     assert [h["id"] for h in hits(engine, acct, "gamma", "vendor")] == [600]
+    # Only what changed was written again: the untouched initiative keeps its entry.
+    after = entry_ids_of(engine, "initiative")
+    assert after[kept] == entry_ids[kept]
+
+
+def entry_ids_of(engine: Engine, kind: str) -> dict[int, int]:
+    e = tables.search_entries
+    with engine.connect() as conn:
+        rows = conn.execute(select(e.c.ref_id, e.c.id).where(e.c.kind == kind)).all()
+    return {ref_id: entry_id for ref_id, entry_id in rows}
 
 
 def test_revision_0007_fills_the_index_and_its_downgrade_drops_it(engine: Engine) -> None:
