@@ -140,6 +140,8 @@ def refresh_statistics(engine: Engine, report: LoadReport) -> None:
         if count
     }
     names = sorted(KINDS[key].table.name for key in changed if key in KINDS)
+    if changed & search_index.BUNDLE_KEYS.keys():
+        names.append(tables.search_entries.name)
     if report.deleted and any(report.deleted.values()):
         names.append(tables.deletions.name)
     if engine.dialect.name == "sqlite":

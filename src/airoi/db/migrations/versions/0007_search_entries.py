@@ -45,6 +45,7 @@ def upgrade() -> None:
     for statement in statements:
         op.execute(statement)
     search_index.rebuild(bind)
+    op.execute("ANALYZE search_entries")  # the planner would take it for empty
 
 
 def downgrade() -> None:
