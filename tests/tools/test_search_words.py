@@ -243,8 +243,8 @@ def test_loads_keep_the_index_in_step(engine: Engine) -> None:
 def entry_ids_of(engine: Engine, kind: str) -> dict[int, int]:
     e = tables.search_entries
     with engine.connect() as conn:
-        rows = conn.execute(select(e.c.ref_id, e.c.id).where(e.c.kind == kind))
-    return dict(rows.tuples())
+        query = select(e.c.ref_id, e.c.id).where(e.c.kind == kind)
+        return {ref_id: entry_id for ref_id, entry_id in conn.execute(query)}  # noqa: C416
 
 
 def test_revision_0007_fills_the_index_and_its_downgrade_drops_it(engine: Engine) -> None:

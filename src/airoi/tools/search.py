@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    TextClause,
     and_,
     case,
     column,
@@ -309,7 +310,10 @@ def matched(
         (and_(*(title.contains(word, autoescape=True) for word in query.words)), WORDS),
         else_=SECONDARY,
     ).label("rank")
-    conditions = [e.c.account_id == principal.account_id, e.c.kind.in_(kinds)]
+    conditions: list[ColumnElement[bool] | TextClause] = [
+        e.c.account_id == principal.account_id,
+        e.c.kind.in_(kinds),
+    ]
     source: Any = e
     if db.dialect.name == "sqlite":
         long = [word for word in query.words if len(word) >= TRIGRAM]
