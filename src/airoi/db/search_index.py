@@ -66,7 +66,6 @@ PG_DDL: Final = (
     f"CREATE INDEX {PG_INDEXES[1]} ON search_entries USING gin (body gin_trgm_ops)",
 )
 
-_SPACES = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+")
 
 
@@ -77,9 +76,11 @@ def fold(text: str | None) -> str:
     """
     if not text:
         return ""
+    if text.isascii():  # most texts: nothing to decompose, and casefold is lower
+        return " ".join(text.lower().split())
     decomposed = unicodedata.normalize("NFKD", text)
     bare = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return _SPACES.sub(" ", unicodedata.normalize("NFC", bare.casefold())).strip()
+    return " ".join(unicodedata.normalize("NFC", bare.casefold()).split())
 
 
 def tokens(folded: str) -> list[str]:
