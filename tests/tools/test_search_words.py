@@ -332,3 +332,28 @@ def test_hits_are_the_records_holding_every_word_in_rank_order(
     )
     found = hits(engine, acct, query, "initiative")
     assert [(h["id"], h["title"]) for h in found] == [(i, t) for _, _, i, t in expected]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ('"hi"', {'He said "hi" there'}),
+        ('said "hi', {'He said "hi" there'}),
+        ("near(x)", {"NEAR(x) AND y"}),
+        ("x) and", {"NEAR(x) AND y"}),
+        ("{title body} :", {"{title body} : z"}),
+        ("* ^", set()),
+        ("''; drop", set()),
+    ],
+)
+def test_the_text_index_syntax_is_plain_text_in_a_query(
+    engine: Engine, query: str, expected: set[str]
+) -> None:
+    # FTS5 reads quotes, parentheses, braces, colons, NEAR and * as syntax: each word is
+    # given to it as a quoted phrase, so they are characters to find like any other.
+    b = BundleBuilder()
+    acct = b.account()
+    for title in ('He said "hi" there', "NEAR(x) AND y", "{title body} : z", "Plain"):
+        b.initiative(acct, title=title)
+    b.load(engine)
+    assert set(titles(engine, acct, query, "initiative")) == expected
