@@ -8,7 +8,7 @@ For each database (SQLite, and PostgreSQL given an admin URL): the search accoun
 bench.tools (`--initiatives` initiatives whose titles and descriptions come from small
 vocabularies, 60 people, 100 vendors) loaded with `airoi init` + `airoi load` into a scratch
 store. Then, in process on one connection per call (as the tool endpoint opens one), the
-search function of revision `--before` (default 29060bc^, the last one before the change: its
+search function of revision `--before` (default a7ee70a, the last one before the change: its
 search.py and the repository.py it called, read with `git show` and loaded here) and this
 checkout's are called in interleaved rounds for each query, so that a drift in the machine's
 speed falls on both. Printed per query: the hits each finds, median and p95 of each, and the
@@ -44,7 +44,7 @@ from bench.common import WARM_UP, load, scratch_databases
 from bench.make_bundle import BENCH_TOKEN
 from bench.tools import search_title, write_search_bundle
 
-BEFORE = "29060bc^"
+BEFORE = "a7ee70a"  # main before issue 23's search
 PAGES = Pages("https://roi.example.com")
 
 
