@@ -492,3 +492,21 @@ oauth_tokens = Table(
     Index("ix_oauth_tokens_pat_hash", "pat_hash"),
     Index("ix_oauth_tokens_expires_at", "expires_at"),
 )
+
+# Derived, never loaded or served: one row per searchable record of the search tool (issue
+# 23), its texts folded (accents removed, case folded) by airoi.db.search_index, rebuilt by
+# every load that changes a searched kind. Indexed by the store's own text search: an FTS5
+# trigram table kept in step by triggers on SQLite, trigram GIN indexes on PostgreSQL (both
+# made by migration 0007 and not declared here). No foreign key, like deletions: the demo's
+# refresh removes its account and makes it again.
+search_entries = Table(
+    "search_entries",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("account_id", Id, nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("ref_id", Id, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Index("ix_search_entries_account", "account_id", "kind", "ref_id"),
+)

@@ -13,7 +13,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DataError, IntegrityError
 
-from airoi.db import tables
+from airoi.db import search_index, tables
 from airoi.load.bounds import check_amounts_fit
 from airoi.load.checks import Validation
 from airoi.load.kinds import KINDS
@@ -77,6 +77,10 @@ def load_bundle(
             if too_large:
                 raise BundleError(too_large)
             totals = report.totals()
+            changed = (report.inserted, report.updated, report.deleted)
+            search_index.rebuild_for_load(
+                conn, {key for counts in changed for key, count in counts.items() if count}
+            )
             if totals["inserted"] or totals["updated"] or totals["deleted"]:
                 advance_clock(conn, stamp, writer.latest_given)
     except (IntegrityError, DataError) as exc:
@@ -136,6 +140,8 @@ def refresh_statistics(engine: Engine, report: LoadReport) -> None:
         if count
     }
     names = sorted(KINDS[key].table.name for key in changed if key in KINDS)
+    if changed & search_index.BUNDLE_KEYS.keys():
+        names.append(tables.search_entries.name)
     if report.deleted and any(report.deleted.values()):
         names.append(tables.deletions.name)
     if engine.dialect.name == "sqlite":

@@ -1,7 +1,7 @@
 """OAuth 2.1 for the tool endpoint: registered clients, pending codes, issued tokens
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-26
 
 Assistants that only speak OAuth (Claude.ai and ChatGPT connectors, mcp-remote without
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
