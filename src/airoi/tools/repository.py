@@ -9,16 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, case, func, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
 from airoi.auth import Principal
 from airoi.db.tables import (
-    assessments,
     cost_entries,
     initiative_notes,
     initiatives,
     integrations,
-    metrics,
     users,
     value_entries,
     vendors,
@@ -231,141 +229,3 @@ def connected_platforms(db: Connection, principal: Principal) -> set[str]:
         .distinct()
     )
     return {str(platform) for (platform,) in rows}
-
-
-# search -------------------------------------------------------------------------------------
-
-
-def _rank(column: Any, needle: str) -> Any:
-    """0 exact, 1 prefix, 2 substring of the title (case-insensitive), else 3."""
-    lowered = func.lower(column)
-    return case(
-        (lowered == needle, 0),
-        (lowered.startswith(needle, autoescape=True), 1),
-        (lowered.contains(needle, autoescape=True), 2),
-        else_=3,
-    )
-
-
-def _matches(column: Any, needle: str) -> ColumnElement[bool]:
-    return func.lower(column).contains(needle, autoescape=True)
-
-
-def search_initiatives(
-    db: Connection, principal: Principal, needle: str, limit: int
-) -> Sequence[Any]:
-    """Title or description matches, best title match first; rank 3 is a description match."""
-    rank = _rank(initiatives.c.title, needle).label("rank")
-    return db.execute(
-        select(
-            initiatives.c.id,
-            initiatives.c.title,
-            initiatives.c.stage,
-            initiatives.c.is_sample,
-            initiatives.c.description,
-            rank,
-        )
-        .where(
-            initiatives.c.account_id == principal.account_id,
-            _matches(initiatives.c.title, needle) | _matches(initiatives.c.description, needle),
-        )
-        .order_by(rank, initiatives.c.title, initiatives.c.id)
-        .limit(limit)
-    ).all()
-
-
-def search_metrics(db: Connection, principal: Principal, needle: str, limit: int) -> Sequence[Any]:
-    rank = _rank(metrics.c.name, needle).label("rank")
-    key_rank = _rank(metrics.c.metric_key, needle)
-    best = case((key_rank < rank, key_rank), else_=rank).label("best")
-    return db.execute(
-        select(
-            metrics.c.id,
-            metrics.c.metric_key,
-            metrics.c.name,
-            metrics.c.description,
-            metrics.c.unit,
-            metrics.c.active,
-            best,
-        )
-        .where(
-            metrics.c.account_id == principal.account_id,
-            _matches(metrics.c.name, needle) | _matches(metrics.c.metric_key, needle),
-        )
-        .order_by(best, metrics.c.name, metrics.c.id)
-        .limit(limit)
-    ).all()
-
-
-def search_integrations(
-    db: Connection, principal: Principal, needle: str, limit: int
-) -> Sequence[Any]:
-    title = func.coalesce(integrations.c.name, integrations.c.platform)
-    rank = _rank(title, needle)
-    platform_rank = _rank(integrations.c.platform, needle)
-    best = case((platform_rank < rank, platform_rank), else_=rank).label("best")
-    return db.execute(
-        select(*INTEGRATION_COLUMNS, best)
-        .where(
-            integrations.c.account_id == principal.account_id,
-            _matches(title, needle) | _matches(integrations.c.platform, needle),
-        )
-        .order_by(best, integrations.c.platform, integrations.c.id)
-        .limit(limit)
-    ).all()
-
-
-def search_vendors(db: Connection, principal: Principal, needle: str, limit: int) -> Sequence[Any]:
-    """Vendors of the account (merged ones left out: their entries now point elsewhere)."""
-    rank = _rank(vendors.c.name, needle).label("rank")
-    entry_count = (
-        select(func.count())
-        .select_from(cost_entries)
-        .where(
-            cost_entries.c.account_id == principal.account_id,
-            cost_entries.c.vendor_id == vendors.c.id,
-        )
-        .scalar_subquery()
-        .label("entry_count")
-    )
-    return db.execute(
-        select(vendors.c.id, vendors.c.name, entry_count, rank)
-        .where(
-            vendors.c.account_id == principal.account_id,
-            vendors.c.merged_into_id.is_(None),
-            _matches(vendors.c.name, needle),
-        )
-        .order_by(rank, vendors.c.name, vendors.c.id)
-        .limit(limit)
-    ).all()
-
-
-def search_people(db: Connection, principal: Principal, needle: str, limit: int) -> Sequence[Any]:
-    """People of the account by name; the e-mail column is never selected (SEMANTICS R15)."""
-    rank = _rank(users.c.name, needle).label("rank")
-    return db.execute(
-        select(users.c.id, users.c.name, users.c.role, rank)
-        .where(
-            users.c.account_id == principal.account_id,
-            users.c.removed_at.is_(None),
-            _matches(users.c.name, needle),
-        )
-        .order_by(rank, users.c.name, users.c.id)
-        .limit(limit)
-    ).all()
-
-
-def search_assessments(
-    db: Connection, principal: Principal, needle: str, limit: int
-) -> Sequence[Any]:
-    rank = _rank(assessments.c.title, needle).label("rank")
-    return db.execute(
-        select(assessments.c.id, assessments.c.title, assessments.c.status, rank)
-        .where(
-            assessments.c.account_id == principal.account_id,
-            assessments.c.status == "active",
-            _matches(assessments.c.title, needle),
-        )
-        .order_by(rank, assessments.c.title, assessments.c.id)
-        .limit(limit)
-    ).all()
