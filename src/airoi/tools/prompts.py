@@ -11,9 +11,9 @@ A prompt is written from the tools the server has when it is asked for: a step t
 tool (`get_roi_breakdown`, `list_decisions`) or an argument (`cursor`) the server lacks
 falls back to the tools it has, so a prompt never names a call that would be refused.
 
-Arguments are strings (MCP); one that is not, or is not one the prompt takes, and an unknown
-prompt, are each a JSON-RPC error -32602 with one sentence that does not repeat what was
-sent (SEMANTICS R15). An argument given as null is taken as not given.
+Arguments are strings (MCP). One that is not (null included), one the prompt does not take,
+a value it does not accept, and an unknown prompt are each a JSON-RPC error -32602 with one
+sentence that does not repeat what was sent (SEMANTICS R15).
 """
 
 from __future__ import annotations
@@ -302,7 +302,8 @@ def register_prompts(server: MCPServer[Any], today: Callable[[], date]) -> None:
 
 class PromptServing(MCPServer[Any]):
     """MCPServer whose prompt requests are checked before the SDK renders them: an unknown
-    prompt or argument, or an argument that is not a string, is a fixed -32602."""
+    prompt or argument is a fixed -32602. (An argument that is not a string, null included,
+    never reaches here: the SDK refuses the request, -32602 "Invalid request parameters".)"""
 
     async def get_prompt(
         self,
@@ -314,17 +315,13 @@ class PromptServing(MCPServer[Any]):
         if prompt is None:
             raise _refused("Unknown prompt")
         taken = sorted(argument.name for argument in prompt.arguments or [])
-        given = {key: value for key, value in (arguments or {}).items() if value is not None}
-        for key, value in given.items():
-            if key not in taken:
-                raise _refused(
-                    f"This prompt takes only: {', '.join(taken)}."
-                    if taken
-                    else "This prompt takes no arguments."
-                )
-            if not isinstance(value, str):
-                raise _refused(f"The {key} argument must be a string.")
-        return await super().get_prompt(name, given, context)
+        if any(key not in taken for key in arguments or {}):
+            raise _refused(
+                f"This prompt takes only: {', '.join(taken)}."
+                if taken
+                else "This prompt takes no arguments."
+            )
+        return await super().get_prompt(name, arguments, context)
 
 
 __all__ = ["PROMPT_TEXTS", "PromptServing", "register_prompts"]
