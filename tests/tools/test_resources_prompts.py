@@ -22,6 +22,7 @@ from airoi.db.engine import make_engine
 from airoi.settings import Settings
 from airoi.tools import create_mcp_server
 from airoi.tools.prompts import Toolbox, initiatives_over_budget, monthly_roi_review, what_to_retire
+from airoi.tools.server import TOOL_TEXTS
 from tests.conftest import bearer
 from tests.tools.conftest import Served
 from tests.tools.world import World
@@ -129,7 +130,7 @@ def test_every_advertised_method_answers(served: Served, world: World) -> None:
     answered = served.with_client(world.token_a, work)
     # Nothing advertised is empty; no template is needed when every resource is listed.
     assert answered == {
-        "tools/list": 7,
+        "tools/list": len(TOOL_TEXTS),
         "resources/list": len(published()) + 1,
         "resources/templates/list": 0,
         "prompts/list": 3,
@@ -349,15 +350,19 @@ def test_with_a_breakdown_tool_the_prompts_use_it() -> None:
     richer, base = Toolbox(RICHER), Toolbox(BASE)
     review = monthly_roi_review(richer, date(2026, 6, 15), "2026-01")
     names = [name for name, _ in calls_in(review)]
-    assert ("get_roi_breakdown", {"by": "month", "window": "1yr"}) in calls_in(review)
-    assert ("get_roi_breakdown", {"by": "initiative", "window": "1yr"}) in calls_in(review)
+    year = {"window": "1yr", "limit": 50}
+    assert ("get_roi_breakdown", {"by": "month", **year}) in calls_in(review)
+    assert ("get_roi_breakdown", {"by": "initiative", **year}) in calls_in(review)
+    # Every page of rows: the cursor passed back.
+    assert ("get_roi_breakdown", {"by": "month", **year, "cursor": "x"}) in calls_in(review)
     # January's row and December's before it (the year turns).
     assert "row keyed 2026-01-01" in review and "row keyed 2025-12-01" in review
     assert "list_initiatives" not in names
     assert "get_roi_breakdown" not in monthly_roi_review(base, date(2026, 6, 15), None)
 
     retire = what_to_retire(richer, "5yr")
-    assert ("get_roi_breakdown", {"by": "initiative", "window": "5yr"}) in calls_in(retire)
+    five = {"by": "initiative", "window": "5yr", "limit": 50}
+    assert ("get_roi_breakdown", five) in calls_in(retire)
     assert ("list_decisions", {"initiative_id": 1}) in calls_in(retire)
     assert "list_decisions" not in what_to_retire(base, None)
 
@@ -371,3 +376,32 @@ def test_the_default_month_turns_the_year() -> None:
     review = monthly_roi_review(Toolbox(RICHER), date(2026, 1, 1), None)
     assert "review for December 2025 " in review
     assert "row keyed 2025-12-01" in review and "row keyed 2025-11-01" in review
+
+
+@pytest.mark.parametrize(
+    ("month", "window"),
+    [
+        ("2026-06", "1yr"),  # the current month
+        ("2025-08", "1yr"),  # 10 months back, and July before it: 11
+        ("2025-07", "3yr"),  # June 2025 before it is 12 months back
+        ("2023-08", "3yr"),
+        ("2023-07", "5yr"),
+        ("2021-08", "5yr"),
+        ("2021-07", "all"),
+        ("2019-01", "all"),
+    ],
+)
+def test_the_monthly_rows_cover_the_month_and_the_one_before(month: str, window: str) -> None:
+    # Today 2026-06-15: a trailing window holds the current month and the 11, 35 or 59 before.
+    review = monthly_roi_review(Toolbox(RICHER), date(2026, 6, 15), month)
+    by_month = [a for n, a in calls_in(review) if n == "get_roi_breakdown" and a["by"] == "month"]
+    assert by_month[0] == {"by": "month", "window": window, "limit": 50}
+
+
+def test_a_month_not_yet_begun_is_refused() -> None:
+    with pytest.raises(MCPError) as refused:
+        monthly_roi_review(Toolbox(RICHER), date(2026, 6, 15), "2026-07")
+    assert (refused.value.code, str(refused.value)) == (
+        -32602,
+        "The month must not be later than the current one.",
+    )

@@ -40,6 +40,8 @@ WINDOW_WORDS: Final[dict[str, str]] = {
     "5yr": "trailing five years",
     "all": "whole history",
 }
+# The months before the current one that each trailing window holds whole.
+TRAILING_MONTHS: Final[tuple[tuple[Window, int], ...]] = (("1yr", 11), ("3yr", 35), ("5yr", 59))
 MAX_OVERRUN_PERCENT: Final = 1000
 PAGE: Final = 50  # list_initiatives' largest page (SPEC 8)
 ID: Final = "<id>"  # an initiative's id, which the assistant takes from an earlier answer
@@ -109,6 +111,29 @@ def _paging(tools: Toolbox, status: str) -> str:
     return f"{call('list_initiatives', arguments)}. {rest}"
 
 
+def window_covering(first: date, today: date) -> Window:
+    """The shortest trailing window holding the month starting `first` and the one before it
+    (whole months: a year's window is taken to hold the current month and the 11 before)."""
+    back = (today.year - first.year) * 12 + today.month - first.month + 1
+    for window, months in TRAILING_MONTHS:
+        if back <= months:
+            return window
+    return "all"
+
+
+def _breakdown(tools: Toolbox, by: str, window: str) -> str:
+    """A get_roi_breakdown call over every row: the largest page, and the cursor after it."""
+    arguments: dict[str, Any] = {"by": by, "window": window}
+    if not tools.accepts("get_roi_breakdown", "limit"):
+        return call("get_roi_breakdown", arguments)
+    arguments["limit"] = PAGE
+    text = call("get_roi_breakdown", arguments)
+    if tools.accepts("get_roi_breakdown", "cursor"):
+        again = call("get_roi_breakdown", {**arguments, "cursor": "<next_cursor>"})
+        text += f" (while the answer carries a next_cursor, {again})"
+    return text
+
+
 def monthly_roi_review(tools: Toolbox, today: date, month: str | None) -> str:
     if month is None:
         first = last_complete_month(today)
@@ -117,6 +142,8 @@ def monthly_roi_review(tools: Toolbox, today: date, month: str | None) -> str:
         if matched is None:
             raise _refused("The month must be written YYYY-MM, such as 2026-05.")
         first = date(int(matched[1]), int(matched[2]), 1)
+        if first > today:
+            raise _refused("The month must not be later than the current one.")
     label = f"{first:%B %Y}"
     previous = month_before(first)
     steps = [
@@ -124,13 +151,13 @@ def monthly_roi_review(tools: Toolbox, today: date, month: str | None) -> str:
         f"{call('get_roi_summary', {'window': 'all'})} for all time."
     ]
     if tools.accepts("get_roi_breakdown", "by", "window"):
+        window = window_covering(first, today)
         steps += [
-            f"{call('get_roi_breakdown', {'by': 'month', 'window': '1yr'})}. The row keyed "
-            f"{first.isoformat()} is {label}: compare it with the row keyed "
-            f"{previous.isoformat()} (the month before) and with the average of the year's "
-            "rows.",
-            f"{call('get_roi_breakdown', {'by': 'initiative', 'window': '1yr'})} to rank the "
-            "initiatives by net value and ROI.",
+            f"{_breakdown(tools, 'month', window)}. The row keyed {first.isoformat()} is "
+            f"{label}: compare it with the row keyed {previous.isoformat()} (the month before) "
+            "and with the average of the twelve rows up to it.",
+            f"{_breakdown(tools, 'initiative', '1yr')} to rank the initiatives by net value "
+            "and ROI over the trailing year.",
         ]
     else:
         steps += [
@@ -200,8 +227,8 @@ def what_to_retire(tools: Toolbox, window: str | None) -> str:
     steps = [_paging(tools, "active")]
     if tools.accepts("get_roi_breakdown", "by", "window"):
         steps.append(
-            f"{call('get_roi_breakdown', {'by': 'initiative', 'window': chosen})} for each "
-            "initiative's approved value, cost, net value and ROI."
+            f"{_breakdown(tools, 'initiative', chosen)} for each initiative's approved value, "
+            "cost, net value and ROI."
         )
     else:
         summary = call("get_roi_summary", {"initiative_id": ID, "window": chosen})
