@@ -158,10 +158,17 @@ def assert_503(response: httpx.Response) -> None:
     assert response.status_code == 503, response.text
     assert int(response.headers["retry-after"]) >= 1
     assert response.headers["content-type"].startswith("application/json")
-    error = response.json()["error"]
-    assert set(error) == {"status", "message", "request_id"}
+    body = response.json()
+    error = body["error"]
     assert error["status"] == 503
     assert error["request_id"] == response.headers["x-request-id"]
+    if response.url.path != "/mcp":
+        assert set(body) == {"error"}
+        assert set(error) == {"status", "message", "request_id"}
+        return
+    # On /mcp the body is a JSON-RPC error too, answering the tools/call's id (7).
+    assert (body["jsonrpc"], body["id"], error["code"]) == ("2.0", 7, -32006)
+    assert error["data"] == {"status": 503, "request_id": error["request_id"]}
 
 
 API_PATHS = ["/api/v1/initiatives", "/api/v1/roi", "/api/v1/budgets", "/api/v1/integrations"]

@@ -84,6 +84,14 @@ def client_of(stack: ExitStack, settings: Settings) -> Client:
 def assert_spec_429(response: object) -> None:
     assert response.status_code == 429  # type: ignore[attr-defined]
     body = response.json()  # type: ignore[attr-defined]
+    if response.url.path == "/mcp":  # type: ignore[attr-defined]
+        # There a JSON-RPC error too, answering the request's id (MCP_INITIALIZE's 1).
+        assert (body.pop("jsonrpc"), body.pop("id"), body["error"].pop("code")) == (
+            "2.0",
+            1,
+            -32005,
+        )
+        assert body["error"].pop("data")["status"] == 429
     assert set(body) == {"error"}
     assert set(body["error"]) == {"status", "message", "request_id"}
     assert body["error"]["status"] == 429

@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import msgspec
 from anyio import to_thread
@@ -92,6 +92,7 @@ from airoi.settings import Settings
 from airoi.store import StoreGate, read_in_place, size_worker_threads
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
+from airoi.tools.protocol_errors import JsonRpcErrorBodies
 from airoi.tools.server import MCP_PATH
 from airoi.web import ROUTE_HANDLERS as DASHBOARD_ROUTES  # the dashboard at /
 
@@ -541,6 +542,9 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         logging_config=None,
     )
     redact_library_logs()  # once the engine and the tool server have made their loggers
+    # Errors on /mcp read as JSON-RPC errors too, by every MCP client (airoi.tools.protocol_errors);
+    # inside HEAD-as-GET, so a HEAD's Content-Length is its GET's.
+    app.asgi_handler = cast(Any, JsonRpcErrorBodies(cast(Any, app.asgi_handler), MCP_PATH))
     conditional_get(app, f"{API_PREFIX}/")  # inside HEAD-as-GET, so HEAD gets GET's ETag
     only_get_and_head(app)
     allow_cross_origin(app, settings.cors_origins)  # an allowed preflight before R30's 405

@@ -29,6 +29,7 @@ from tests.tools.world import World, build_world
 
 TODAY = date(2026, 6, 15)
 APP_URL = "https://roi.example.com"
+TOOLS_BUDGET = "100000/minute"
 
 T = TypeVar("T")
 
@@ -121,7 +122,11 @@ def served(db_url: str, _servers: dict[str, RunningServer]) -> Served:
     """The running app reading the (empty, migrated) store of `db_url`."""
     if db_url not in _servers:
         _servers[db_url] = RunningServer(
-            Settings(database_url=db_url, today=TODAY, app_url=APP_URL)
+            # Every test's world issues the same token secrets, so the session's calls all
+            # count against one budget: far past the default 600 a minute when the whole
+            # directory runs. The budget is tested in tests/test_ratelimit.py and
+            # test_sdk_errors.py, on servers of their own.
+            Settings(database_url=db_url, today=TODAY, app_url=APP_URL, rate_limit=TOOLS_BUDGET)
         )
     return Served(_servers[db_url].base_url)
 

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.settings import Settings
+from airoi.tools.protocol_errors import jsonrpc_code
 from airoi.tools.server import transport_security
 from tests.conftest import bearer
 from tests.tools.conftest import Served
@@ -56,14 +57,21 @@ def post(served: Served, headers: dict[str, str], path: str = "/mcp") -> httpx.R
     )
 
 
-def assert_error_body(response: httpx.Response, message: str) -> None:
+def assert_error_body(response: httpx.Response, message: str, request_id: int | None = 1) -> None:
+    """SPEC 7's body, which on /mcp is a JSON-RPC error too (answering `request_id`)."""
     assert response.headers["content-type"] == "application/json"
+    status = response.status_code
+    ref = response.headers["x-request-id"]
     assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": request_id,
         "error": {
-            "status": response.status_code,
+            "code": jsonrpc_code(status),
             "message": message,
-            "request_id": response.headers["x-request-id"],
-        }
+            "status": status,
+            "request_id": ref,
+            "data": {"status": status, "request_id": ref},
+        },
     }
 
 
@@ -79,7 +87,7 @@ def test_a_bad_token_is_refused_401_before_the_sdk(
     response = post(served, headers)
     assert response.status_code == 401
     body = response.json()
-    assert set(body) == {"error"}
+    assert set(body) == {"jsonrpc", "id", "error"}  # SPEC 7's and JSON-RPC's (test_sdk_errors)
     assert body["error"]["status"] == 401
     assert body["error"]["message"].endswith(".")
     assert response.headers["www-authenticate"].startswith("Bearer")
@@ -307,7 +315,7 @@ def test_a_method_mcp_does_not_serve_is_405_before_auth(
         if method == "HEAD":
             assert response.content == b""
             continue
-        assert_error_body(response, "Only POST is served here.")
+        assert_error_body(response, "Only POST is served here.", request_id=None)
 
 
 def test_allow_names_exactly_the_methods_mcp_serves(served: Served, world: World) -> None:

@@ -57,7 +57,9 @@ from airoi.tools.models import (
     SearchKind,
     SearchResult,
 )
+from airoi.tools.prompts import PromptServing, register_prompts
 from airoi.tools.protocol_errors import FixedTransportErrors, UnavailableAs503
+from airoi.tools.resources import ResourceReading, register_resources
 from airoi.tools.summaries import SUMMARIES
 from airoi.vocabulary import BreakdownBy, Outcome, Window
 
@@ -122,7 +124,7 @@ InitiativeFilter = Annotated[
 ]
 
 
-class AccountToolServer(MCPServer[Any]):
+class AccountToolServer(ResourceReading, PromptServing, MCPServer[Any]):
     """MCPServer whose tool errors are one sentence each (SEMANTICS R27).
 
     An argument that fails the strict check (arguments.py) is named in the sentence; one the
@@ -551,7 +553,7 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
 
 def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
     tools = AccountTools(engine, settings)
-    return AccountToolServer(
+    server = AccountToolServer(
         name="airoi",
         title="AI ROI",
         version=__version__,
@@ -568,7 +570,14 @@ def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
             )
             for name, (title, description) in TOOL_TEXTS.items()
         ],
+        # Nothing served changes while the server runs, and a stateless server has no stream
+        # to tell of it: no subscriptions/listen, so no listChanged and no subscribe.
+        subscriptions=False,
     )
+    # Help articles and the metric library as resources; the finance lead's prompts.
+    register_resources(server)
+    register_prompts(server, settings.current_date)
+    return server
 
 
 def _host_names(settings: Settings) -> list[str]:
