@@ -224,7 +224,8 @@ def served_methods_first(app: ASGIApp) -> ASGIApp:
             served = scope["route_handler"].opt.get(SERVED_METHODS_OPT)
             if served is not None and scope["method"] not in served:
                 allowed = ", ".join(served)
-                raise ApiError(405, f"Only {allowed} is served here.", headers={"Allow": allowed})
+                said = " and ".join(served)  # "GET and POST", as one would say it
+                raise ApiError(405, f"Only {said} is served here.", headers={"Allow": allowed})
         await app(scope, receive, send)
 
     return middleware
