@@ -12,6 +12,8 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
+import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -534,22 +536,80 @@ def test_the_oauth_writer_writes_only_oauth_tables(db_url: str, pats: dict[str, 
 
 
 def test_registered_clients_are_bounded(
-    oauth_client: Client, engine: Engine, monkeypatch: pytest.MonkeyPatch
+    oauth_client: Client, engine: Engine, pats: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from airoi.oauth import store
 
     monkeypatch.setattr(store, "MAX_CLIENTS", 2)
-    register(oauth_client)
-    register(oauth_client)
+    granted, _ = grant(oauth_client, pats["owner"])
+    flood = register(oauth_client)
+    # At the bound a new client takes the place of the oldest never granted a code, so a
+    # flood of registrations cannot lock a new assistant out.
+    newcomer = register(oauth_client)
+    with engine.connect() as conn:
+        held = {row.client_id for row in conn.execute(select(oauth_clients.c.client_id))}
+    assert held == {granted["client_id"], newcomer["client_id"]}
+    assert flood["client_id"] not in held
+    # Refused only when every client holds a grant.
+    grant(oauth_client, pats["owner"])
     full = oauth_client.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
     assert full.status_code == 400
     assert full.json()["error"] == "invalid_client_metadata"
-    # A client never granted a code is dropped after a day, which makes room.
+
+
+def test_a_client_never_granted_is_dropped_after_an_hour(
+    oauth_client: Client, engine: Engine
+) -> None:
+    old = register(oauth_client)
+    recent = register(oauth_client)
     with engine.begin() as conn:
-        conn.execute(update(oauth_clients).values(created_at=utc_now() - timedelta(days=2)))
-    register(oauth_client)
+        conn.execute(
+            update(oauth_clients)
+            .where(oauth_clients.c.client_id == old["client_id"])
+            .values(created_at=utc_now() - timedelta(minutes=61))
+        )
+    newest = register(oauth_client)
     with engine.connect() as conn:
-        assert len(conn.execute(select(oauth_clients)).all()) == 1
+        held = {row.client_id for row in conn.execute(select(oauth_clients.c.client_id))}
+    assert held == {recent["client_id"], newest["client_id"]}
+
+
+def test_unauthenticated_oauth_posts_are_limited_per_address(db_url: str) -> None:
+    app = create_app(Settings(database_url=db_url, oauth_rate_limit="3/minute"))
+    try:
+        with TestClient(app, base_url=BASE) as client:
+            for _ in range(2):
+                register(client)
+            # The token endpoint and the sign-in form share the address's budget.
+            assert client.post("/oauth/token", data={"grant_type": "x"}).status_code == 401
+            over = [
+                client.post("/oauth/register", json={"redirect_uris": [REDIRECT]}),
+                client.post("/oauth/token", data={"grant_type": "refresh_token"}),
+            ]
+            for response in over:
+                assert response.status_code == 429
+                assert 1 <= int(response.headers["retry-after"]) <= 60
+                body = response.json()
+                assert body["error"] == "temporarily_unavailable"
+                assert body["error_description"].startswith("Too many requests from this address")
+            page = client.post("/oauth/sign-in", data={}, headers={"Origin": BASE})
+            assert page.status_code == 429
+            assert "Too many requests" in page.text and page.headers["retry-after"]
+            # Reading is not counted: metadata and the sign-in page's GET still answer.
+            assert client.get("/.well-known/oauth-authorization-server").status_code == 200
+            assert client.get("/oauth/sign-in").status_code == 400
+
+        # Another address has a budget of its own (the ASGI scope's client, as uvicorn sets
+        # it from the socket or a trusted proxy's X-Forwarded-For).
+        async def from_another_address() -> int:
+            transport = httpx.ASGITransport(app=app, client=("203.0.113.9", 4000))
+            async with httpx.AsyncClient(transport=transport, base_url=BASE) as other:
+                body = {"redirect_uris": [REDIRECT]}
+                return (await other.post("/oauth/register", json=body)).status_code
+
+        assert anyio.run(from_another_address) == 201
+    finally:
+        app.state.engine.dispose()
 
 
 def test_live_grants_per_personal_token_are_bounded(

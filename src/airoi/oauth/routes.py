@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable
@@ -41,7 +42,7 @@ from starlette.responses import Response
 from starlette.routing import request_response
 
 from airoi.errors import ApiError
-from airoi.oauth.signin import SignInPage
+from airoi.oauth.signin import SignInPage, notice
 from airoi.oauth.store import SCOPE, OAuthStore, digest
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
@@ -50,6 +51,7 @@ from airoi.oauth.urls import (
     base_url,
     resource_of,
 )
+from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
 
 AUTHORIZE_PATH = "/oauth/authorize"
@@ -125,12 +127,54 @@ def bounded(app: Any, max_body: int) -> Any:
     return guard
 
 
-def _json(body: dict[str, Any], cache: str = "no-store") -> Response:
+def _json(
+    body: dict[str, Any], cache: str = "no-store", status: int = 200, **headers: str
+) -> Response:
     return Response(
         json.dumps(body, separators=(",", ":")),
+        status_code=status,
         media_type="application/json",
-        headers={"Cache-Control": cache},
+        headers={"Cache-Control": cache, **headers},
     )
+
+
+def address_key(scope: Any) -> str:
+    """The rate limit's key for the request's client address (its hash: an address is a
+    person's, and not for a counter store to keep). Behind a proxy it is the address uvicorn
+    takes from X-Forwarded-For when the proxy is one of FORWARDED_ALLOW_IPS."""
+    client = scope.get("client")
+    host = str(client[0]) if client else "-"
+    return "oauth-address:" + hashlib.sha256(host.encode("utf-8")).hexdigest()
+
+
+def per_address(app: Any, limiter: RateLimiter, *, page: bool = False) -> Any:
+    """`app` counted against the client address's budget (AIROI_OAUTH_RATE_LIMIT) before it
+    reads anything; over it, 429 with Retry-After: an OAuth error (JSON), or for the sign-in
+    page (`page`, a person's browser) a notice. GET of the page is not counted."""
+
+    async def guard(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("method") in ("GET", "HEAD"):
+            await app(scope, receive, send)
+            return
+        standing = await limiter.hit(address_key(scope), where=scope.get("path", ""))
+        if standing.allowed:
+            await app(scope, receive, send)
+            return
+        wait = standing.seconds_to_reset()
+        message = f"Too many requests from this address; try again in {wait} seconds."
+        refusal: Response
+        if page:
+            refusal = notice(429, message)
+            refusal.headers["Retry-After"] = str(wait)
+        else:
+            refusal = _json(
+                {"error": "temporarily_unavailable", "error_description": message},
+                status=429,
+                **{"Retry-After": str(wait)},
+            )
+        await refusal(scope, receive, send)
+
+    return guard
 
 
 def protected_resource_metadata(base: str) -> dict[str, Any]:
@@ -175,6 +219,10 @@ class OAuthRoutes:
             ClientRegistrationOptions(enabled=True, valid_scopes=None, default_scopes=[SCOPE]),
         )
         token = TokenHandler(self.store, HashedSecretAuthenticator(self.store))
+        # Registration, the token endpoint and the sign-in form take no token and write: a
+        # budget per client address, so that one caller cannot fill the registered clients
+        # or wear the store down (the bound on clients, airoi.oauth.store, is the backstop).
+        self.limiter = RateLimiter(settings.oauth_rate_limit, settings.redis_url)
         authorize = AuthorizationHandler(self.store)
         self.route_handlers: list[ASGIRouteHandler] = [
             self._route(PROTECTED_RESOURCE_PATH, ("GET",), self._protected_resource),
@@ -183,18 +231,25 @@ class OAuthRoutes:
             self._route(
                 REGISTER_PATH,
                 ("POST",),
-                bounded(request_response(registration.handle), REGISTER_MAX_BODY),
+                per_address(
+                    bounded(request_response(registration.handle), REGISTER_MAX_BODY),
+                    self.limiter,
+                ),
             ),
             self._route(AUTHORIZE_PATH, ("GET",), request_response(authorize.handle)),
             self._route(
                 TOKEN_PATH,
                 ("POST",),
-                bounded(request_response(token.handle), FORM_MAX_BODY),
+                per_address(bounded(request_response(token.handle), FORM_MAX_BODY), self.limiter),
             ),
             self._route(
                 SIGN_IN_PATH,
                 ("GET", "POST"),
-                bounded(request_response(self.page.handle), FORM_MAX_BODY),
+                per_address(
+                    bounded(request_response(self.page.handle), FORM_MAX_BODY),
+                    self.limiter,
+                    page=True,
+                ),
             ),
         ]
 

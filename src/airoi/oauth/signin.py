@@ -128,7 +128,7 @@ class SignInPage:
         if request.method == "GET":
             fields = self._request_of(request.query_params)
             if fields is None:
-                return _notice(400, EXPIRED)
+                return notice(400, EXPIRED)
             nonce = secrets.token_urlsafe(32)
             response = await self._form(fields, nonce, message=None, status=200)
             response.set_cookie(
@@ -146,11 +146,11 @@ class SignInPage:
     async def _submitted(self, request: Request) -> Response:
         origin = request.headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() != self._base():
-            return _notice(403, "This form can only be sent from its own page.")
+            return notice(403, "This form can only be sent from its own page.")
         form = await request.form()
         fields = self._request_of(form)
         if fields is None:
-            return _notice(400, EXPIRED)
+            return notice(400, EXPIRED)
         nonce = request.cookies.get(COOKIE, "")
         given = form.get("csrf")
         if (
@@ -158,7 +158,7 @@ class SignInPage:
             or not isinstance(given, str)
             or not hmac.compare_digest(self._csrf(nonce, fields["signature"]), given)
         ):
-            return _notice(403, "This form has expired. Go back, reload the page and try again.")
+            return notice(403, "This form has expired. Go back, reload the page and try again.")
         state = fields["state"] or None
         if form.get("action") != "allow":
             return _redirect(
@@ -189,7 +189,7 @@ class SignInPage:
                 digest(token),
             )
         except LookupError:
-            return _notice(400, "The assistant is no longer registered. Start again from it.")
+            return notice(400, "The assistant is no longer registered. Start again from it.")
         return _redirect(
             construct_redirect_uri(fields["redirect_uri"], code=code, state=state, iss=self._base())
         )
@@ -251,7 +251,7 @@ def _page_headers(redirect_origin: str | None = None) -> dict[str, str]:
     }
 
 
-def _notice(status: int, message: str) -> Response:
+def notice(status: int, message: str) -> Response:
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         "<title>airoi</title></head><body><main>"

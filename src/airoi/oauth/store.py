@@ -14,10 +14,14 @@ rights on those tables alone would be stronger; it is the operator's to make (th
 given one database URL), so the check lives in the code beside the only code that writes.
 On a read-only hot standby these writes fail, and the OAuth steps that write answer 503.
 
-Bounds: at most MAX_CLIENTS registered clients (one never granted a code is removed after
-a day), at most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends),
-codes live CODE_SECONDS, access tokens ACCESS_SECONDS, refresh tokens REFRESH_SECONDS;
-expired rows are removed as new ones are written.
+Bounds: at most MAX_CLIENTS registered clients. One never granted a code is removed after
+UNGRANTED_CLIENT_SECONDS (an hour: a person signs in minutes after their assistant
+registers), and at the bound a registration removes the oldest never granted to make room,
+so that a flood of registrations (each address is also rate limited, airoi.oauth.routes)
+cannot lock out a new assistant: it is refused only when every client holds a grant. At
+most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), codes live
+CODE_SECONDS, access tokens ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows
+are removed as new ones are written.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ from airoi.timeutil import utc_now
 
 OAUTH_TABLES = frozenset({oauth_clients.name, oauth_codes.name, oauth_tokens.name})
 MAX_CLIENTS = 10_000
-UNGRANTED_CLIENT_SECONDS = 86_400
+UNGRANTED_CLIENT_SECONDS = 3_600
 MAX_GRANTS_PER_TOKEN = 50
 CODE_SECONDS = 300
 ACCESS_SECONDS = 3_600
@@ -292,16 +296,32 @@ class OAuthStore:
         now = utc_now()
 
         def write(conn: Connection) -> None:
+            never_granted = and_(
+                oauth_clients.c.granted_at.is_(None),
+                ~select(oauth_codes.c.code_hash)
+                .where(oauth_codes.c.client_id == oauth_clients.c.client_id)
+                .exists(),
+            )
             conn.execute(
                 delete(oauth_clients).where(
-                    oauth_clients.c.granted_at.is_(None),
+                    never_granted,
                     oauth_clients.c.created_at < now - timedelta(seconds=UNGRANTED_CLIENT_SECONDS),
-                    ~select(oauth_codes.c.code_hash)
-                    .where(oauth_codes.c.client_id == oauth_clients.c.client_id)
-                    .exists(),
                 )
             )
             count = conn.execute(select(func.count()).select_from(oauth_clients)).scalar_one()
+            if count >= MAX_CLIENTS:
+                # Room made from the oldest clients never granted a code (a flood's).
+                oldest = (
+                    select(oauth_clients.c.client_id)
+                    .where(never_granted)
+                    .order_by(oauth_clients.c.created_at, oauth_clients.c.client_id)
+                    .limit(count - MAX_CLIENTS + 1)
+                )
+                ids = [row[0] for row in conn.execute(oldest)]
+                if ids:
+                    count -= conn.execute(
+                        delete(oauth_clients).where(oauth_clients.c.client_id.in_(ids))
+                    ).rowcount
             if count >= MAX_CLIENTS:
                 raise Refused(
                     RegistrationError(
