@@ -400,6 +400,29 @@ def test_a_code_is_used_once_and_needs_its_verifier(
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
 
 
+def test_a_code_presented_again_ends_the_tokens_of_its_first_use(
+    oauth_client: Client, pats: dict[str, str]
+) -> None:
+    # OAuth 2.1 4.1.3: a code used twice means someone else holds a copy.
+    reg = register(oauth_client)
+    verifier, challenge = pkce()
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
+        )
+    )
+    first = exchange(oauth_client, reg, got["code"], verifier)
+    assert first.status_code == 200
+    issued = first.json()
+    assert mcp(oauth_client, issued["access_token"]).status_code == 200
+    again = exchange(oauth_client, reg, got["code"], verifier)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert mcp(oauth_client, issued["access_token"]).status_code == 401
+    assert refresh(oauth_client, reg, issued["refresh_token"]).status_code == 400
+    # The used code is never taken as a token.
+    assert mcp(oauth_client, got["code"]).status_code == 401
+
+
 def test_a_token_for_another_audience_is_refused(
     oauth_client: Client, pats: dict[str, str]
 ) -> None:
@@ -638,6 +661,7 @@ def test_a_grant_keeps_two_refresh_tokens_however_often_it_refreshes(
         issued = refresh(oauth_client, reg, issued["refresh_token"]).json()
     with engine.connect() as conn:
         kinds = sorted(row.kind for row in conn.execute(select(oauth_tokens)))
-    # The live access and refresh tokens, and the last refresh token used (to tell a replay).
-    assert kinds == ["access", "refresh", "refresh"]
+    # The live access and refresh tokens, the last refresh token used and the code until it
+    # would have expired (each to tell a replay).
+    assert kinds == ["access", "code", "refresh", "refresh"]
     assert mcp(oauth_client, issued["access_token"]).status_code == 200

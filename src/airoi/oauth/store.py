@@ -89,6 +89,8 @@ SCOPE = "mcp"  # the one scope granted: the tools of SPEC 4.B, read-only
 ACCESS_PREFIX = "airoi-at_"
 REFRESH_PREFIX = "airoi-rt_"
 CODE_PREFIX = "airoi-ac_"
+# oauth_tokens.kind of a code once exchanged (kept to tell a replay, never a token).
+USED_CODE = "code"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
@@ -102,6 +104,10 @@ def new_secret(prefix: str) -> str:
 
 def _epoch(moment: datetime) -> int:
     return int((moment - datetime(1970, 1, 1)).total_seconds())
+
+
+def _moment(epoch: float) -> datetime:
+    return datetime(1970, 1, 1) + timedelta(seconds=epoch)
 
 
 class WriteOutsideOAuth(Exception):
@@ -401,6 +407,19 @@ class OAuthStore:
                 )
             ).first()
             if row is None:
+                used = conn.execute(
+                    select(oauth_tokens.c.grant_id).where(
+                        oauth_tokens.c.token_hash == digest(authorization_code),
+                        oauth_tokens.c.kind == USED_CODE,
+                        oauth_tokens.c.client_id == client.client_id,
+                    )
+                ).first()
+                if used is not None:
+                    # A code presented after it was exchanged: someone else holds a copy, so
+                    # the tokens issued on its first use end (OAuth 2.1, 4.1.3).
+                    conn.execute(
+                        delete(oauth_tokens).where(oauth_tokens.c.grant_id == used.grant_id)
+                    )
                 return None
             return PendingCode(
                 code=authorization_code,
@@ -429,13 +448,30 @@ class OAuthStore:
             )
             if taken.rowcount != 1:
                 raise Refused(TokenError("invalid_grant", "The authorization code has been used."))
-            return self._grant(
+            grant_id = secrets.token_hex(16)
+            issued = self._grant(
                 conn,
                 client.client_id,
                 authorization_code.pat_hash,
                 authorization_code.resource or self._resource(),
-                secrets.token_hex(16),
+                grant_id,
             )
+            # The code's hash is kept with the grant until the code would have expired, to
+            # tell a replay of it (load_authorization_code); it is never taken as a token.
+            conn.execute(
+                insert(oauth_tokens).values(
+                    token_hash=digest(authorization_code.code),
+                    kind=USED_CODE,
+                    grant_id=grant_id,
+                    client_id=client.client_id,
+                    pat_hash=authorization_code.pat_hash,
+                    resource=authorization_code.resource or self._resource(),
+                    scopes=SCOPE,
+                    expires_at=_moment(authorization_code.expires_at),
+                    used_at=utc_now(),
+                )
+            )
+            return issued
 
         return await self._write(write)
 
@@ -451,7 +487,11 @@ class OAuthStore:
         conn.execute(delete(oauth_tokens).where(oauth_tokens.c.expires_at < now))
         grants = conn.execute(
             select(oauth_tokens.c.grant_id, func.min(oauth_tokens.c.expires_at))
-            .where(oauth_tokens.c.pat_hash == pat_hash, oauth_tokens.c.grant_id != grant_id)
+            .where(
+                oauth_tokens.c.pat_hash == pat_hash,
+                oauth_tokens.c.grant_id != grant_id,
+                oauth_tokens.c.kind != USED_CODE,
+            )
             .group_by(oauth_tokens.c.grant_id)
             .order_by(func.min(oauth_tokens.c.expires_at))
         ).all()
