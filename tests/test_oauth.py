@@ -435,6 +435,70 @@ def test_a_token_for_another_audience_is_refused(
     )
 
 
+def test_a_token_request_for_another_resource_is_refused(
+    oauth_client: Client, pats: dict[str, str]
+) -> None:
+    # RFC 8707: a `resource` at the token endpoint must be the one the grant was made for.
+    reg = register(oauth_client)
+    verifier, challenge = pkce()
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
+        )
+    )
+    request = {
+        "grant_type": "authorization_code",
+        "code": got["code"],
+        "redirect_uri": REDIRECT,
+        "client_id": reg["client_id"],
+        "client_secret": reg["client_secret"],
+        "code_verifier": verifier,
+    }
+    for wrong in (f"{BASE}/api/v1", "http://evil.example/mcp"):
+        refused = oauth_client.post("/oauth/token", data={**request, "resource": wrong})
+        assert refused.status_code == 400
+        assert refused.json() == {
+            "error": "invalid_target",
+            "error_description": f"The resource must be {RESOURCE}.",
+        }
+    # The code was not spent by the refusals; without a resource it is the grant's.
+    issued = oauth_client.post("/oauth/token", data=request)
+    assert issued.status_code == 200, issued.text
+    refresh_request = {
+        "grant_type": "refresh_token",
+        "refresh_token": issued.json()["refresh_token"],
+        "client_id": reg["client_id"],
+        "client_secret": reg["client_secret"],
+    }
+    evil = oauth_client.post(
+        "/oauth/token", data={**refresh_request, "resource": "http://evil.example/mcp"}
+    )
+    assert evil.status_code == 400 and evil.json()["error"] == "invalid_target"
+    same = oauth_client.post("/oauth/token", data={**refresh_request, "resource": RESOURCE + "/"})
+    assert same.status_code == 200, same.text
+
+
+def test_an_unknown_grant_type_is_unsupported(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    for grant_type in ("password", "client_credentials"):
+        response = oauth_client.post(
+            "/oauth/token",
+            data={
+                "grant_type": grant_type,
+                "client_id": reg["client_id"],
+                "client_secret": reg["client_secret"],
+            },
+        )
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "unsupported_grant_type",
+            "error_description": "The grant_type must be authorization_code or refresh_token.",
+        }
+    missing = oauth_client.post("/oauth/token", data={"client_id": reg["client_id"]})
+    assert missing.status_code == 400
+    assert missing.json()["error"] == "invalid_request"
+
+
 def test_refresh_tokens_rotate(oauth_client: Client, pats: dict[str, str]) -> None:
     reg, first = grant(oauth_client, pats["owner"])
     second = refresh(oauth_client, reg, first["refresh_token"])
@@ -604,7 +668,7 @@ def test_unauthenticated_oauth_posts_are_limited_per_address(db_url: str) -> Non
             for _ in range(2):
                 register(client)
             # The token endpoint and the sign-in form share the address's budget.
-            assert client.post("/oauth/token", data={"grant_type": "x"}).status_code == 401
+            assert client.post("/oauth/token", data={"grant_type": "x"}).status_code == 400
             over = [
                 client.post("/oauth/register", json={"redirect_uris": [REDIRECT]}),
                 client.post("/oauth/token", data={"grant_type": "refresh_token"}),

@@ -43,7 +43,7 @@ from starlette.routing import request_response
 
 from airoi.errors import ApiError
 from airoi.oauth.signin import SignInPage, notice
-from airoi.oauth.store import SCOPE, OAuthStore, digest
+from airoi.oauth.store import SCOPE, OAuthStore, digest, requested_resources
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
     MCP_PATH,
@@ -111,6 +111,36 @@ class HashedSecretAuthenticator(ClientAuthenticator):
             if not hmac.compare_digest(client.client_secret, digest(given)):
                 raise AuthenticationError("Invalid client_secret")
         return client
+
+
+GRANT_TYPES = ("authorization_code", "refresh_token")
+
+
+class CheckedTokenHandler(TokenHandler):
+    """The SDK's token endpoint, with a grant type it does not serve refused as RFC 6749
+    says (not as a validation error), and the request's `resource` parameters handed to the
+    store, which refuses one that is not the grant's (RFC 8707, `invalid_target`)."""
+
+    async def handle(self, request: Request) -> Response:
+        form = await request.form()  # kept by the request for the SDK's own reading
+        grant_type = form.get("grant_type")
+        if not grant_type:
+            return _token_error("invalid_request", "The grant_type is required.")
+        if grant_type not in GRANT_TYPES:
+            return _token_error(
+                "unsupported_grant_type",
+                "The grant_type must be authorization_code or refresh_token.",
+            )
+        resources = tuple(value for value in form.getlist("resource") if isinstance(value, str))
+        reset = requested_resources.set(resources)
+        try:
+            return await super().handle(request)  # type: ignore[no-any-return]
+        finally:
+            requested_resources.reset(reset)
+
+
+def _token_error(error: str, description: str) -> Response:
+    return _json({"error": error, "error_description": description}, status=400, Pragma="no-cache")
 
 
 def bounded(app: Any, max_body: int) -> Any:
@@ -218,7 +248,7 @@ class OAuthRoutes:
             self.store,
             ClientRegistrationOptions(enabled=True, valid_scopes=None, default_scopes=[SCOPE]),
         )
-        token = TokenHandler(self.store, HashedSecretAuthenticator(self.store))
+        token = CheckedTokenHandler(self.store, HashedSecretAuthenticator(self.store))
         # Registration, the token endpoint and the sign-in form take no token and write: a
         # budget per client address, so that one caller cannot fill the registered clients
         # or wear the store down (the bound on clients, airoi.oauth.store, is the backstop).

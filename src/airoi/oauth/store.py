@@ -32,6 +32,7 @@ import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -181,6 +182,19 @@ def redirect_uri_refusal(uri: str) -> str | None:
 
 
 T = TypeVar("T")
+
+# The `resource` parameters (RFC 8707) of the token request being answered, set by the token
+# endpoint (airoi.oauth.routes): the SDK's handler does not pass them on.
+requested_resources: ContextVar[tuple[str, ...]] = ContextVar(
+    "airoi_oauth_requested_resources", default=()
+)
+
+
+def check_target(granted: str) -> None:
+    """RFC 8707: a token request naming a resource names the one its grant was made for."""
+    for resource in requested_resources.get():
+        if resource.rstrip("/") != granted.rstrip("/"):
+            raise TokenError("invalid_target", f"The resource must be {granted}.")
 
 
 @dataclass(frozen=True)
@@ -438,6 +452,8 @@ class OAuthStore:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: PendingCode
     ) -> OAuthToken:
+        check_target(authorization_code.resource or self._resource())
+
         def write(conn: Connection) -> OAuthToken:
             # One use: the code is gone before tokens are made, so two exchanges of it
             # (two workers) cannot both succeed.
@@ -570,6 +586,8 @@ class OAuthStore:
         refresh_token: HeldRefreshToken,
         scopes: list[str],
     ) -> OAuthToken:
+        check_target(refresh_token.resource or self._resource())
+
         def write(conn: Connection) -> OAuthToken:
             # Only the grant's latest used refresh token is kept (to tell a replay of it), so
             # a grant holds two refresh tokens at most, however often it is refreshed.
