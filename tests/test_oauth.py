@@ -266,6 +266,30 @@ def test_registration_body_is_bounded(oauth_client: Client) -> None:
     assert form.status_code == 413
 
 
+def test_a_registration_refusal_is_one_sentence_that_repeats_nothing(
+    oauth_client: Client,
+) -> None:
+    cases = [
+        (b"{not json", "The body must be a JSON object of client metadata (RFC 7591)."),
+        (b"[1, 2]", "The body must be a JSON object of client metadata (RFC 7591)."),
+        (b"{}", "The client metadata needs redirect_uris."),
+        (
+            b'{"redirect_uris": ["<b>not-a-url</b>"]}',
+            "The client metadata's redirect_uris.0 is not valid: input should be a valid URL, "
+            "relative URL without a base.",
+        ),
+    ]
+    for body, description in cases:
+        response = oauth_client.post(
+            "/oauth/register", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "invalid_client_metadata",
+            "error_description": description,
+        }
+
+
 # --- authorization -------------------------------------------------------------------------
 
 
@@ -278,6 +302,49 @@ def test_pkce_plain_is_refused(oauth_client: Client) -> None:
     query = parse_qs(urlsplit(response.headers["location"]).query)
     assert query["error"] == ["invalid_request"]
     assert "/oauth/sign-in" not in response.headers["location"]
+
+
+def test_pkce_method_must_be_given(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    params = {
+        "response_type": "code",
+        "client_id": reg["client_id"],
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "state": "st-123",
+        "resource": RESOURCE,
+    }
+    response = oauth_client.get("/oauth/authorize", params=params, follow_redirects=False)
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response.headers["location"]).query)
+    assert response.headers["location"].startswith(REDIRECT + "?")
+    assert query["error"] == ["invalid_request"]
+    assert query["error_description"] == [
+        "The code_challenge_method is required and must be S256 (PKCE)."
+    ]
+    assert query["state"] == ["st-123"] and query["iss"] == [BASE]
+    # Without a registered client to send it to, the error is answered here.
+    unknown = oauth_client.get(
+        "/oauth/authorize", params={**params, "client_id": "nobody"}, follow_redirects=False
+    )
+    assert unknown.status_code == 400 and unknown.json()["error"] == "invalid_request"
+
+
+def test_a_long_state_is_refused_and_not_sent_back(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    long_state = "s" * 1_001
+    # Even with another fault the SDK would answer at the redirect URI (a plain PKCE method).
+    for extra in ({}, {"code_challenge_method": "plain"}):
+        response = authorize(oauth_client, reg, challenge, state=long_state, **extra)
+        assert response.status_code == 400
+        assert "location" not in response.headers
+        assert response.json() == {
+            "error": "invalid_request",
+            "error_description": "The state is longer than 1000 characters.",
+        }
+    assert authorize(oauth_client, reg, challenge, state="s" * 1_000).status_code == 302
 
 
 def test_a_redirect_uri_not_registered_exactly_is_refused(oauth_client: Client) -> None:

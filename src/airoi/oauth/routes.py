@@ -33,17 +33,29 @@ from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
+from mcp.server.auth.provider import construct_redirect_uri
 from mcp.server.auth.settings import ClientRegistrationOptions
 from mcp.server.transport_security import RequestBodyLimitMiddleware
-from mcp.shared.auth import OAuthClientInformationFull
+from mcp.shared.auth import (
+    InvalidRedirectUriError,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+)
+from pydantic import AnyUrl, ValidationError
 from sqlalchemy import Engine
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import request_response
 
 from airoi.errors import ApiError
 from airoi.oauth.signin import SignInPage, notice
-from airoi.oauth.store import SCOPE, OAuthStore, digest, requested_resources
+from airoi.oauth.store import (
+    MAX_STATE_LENGTH,
+    SCOPE,
+    OAuthStore,
+    digest,
+    requested_resources,
+)
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
     MCP_PATH,
@@ -141,6 +153,106 @@ class CheckedTokenHandler(TokenHandler):
 
 def _token_error(error: str, description: str) -> Response:
     return _json({"error": error, "error_description": description}, status=400, Pragma="no-cache")
+
+
+# pydantic errors whose message names only what was expected (never the value given).
+_PLAIN_ERRORS = frozenset(
+    {
+        "literal_error",
+        "string_type",
+        "string_too_long",
+        "string_too_short",
+        "list_type",
+        "int_type",
+        "int_parsing",
+        "bool_type",
+        "dict_type",
+        "url_type",
+        "url_parsing",
+        "url_scheme",
+        "url_too_long",
+        "too_long",
+        "too_short",
+    }
+)
+
+
+def metadata_refusal(error: ValidationError) -> str:
+    """One sentence on a registration's first fault, never repeating what was sent."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    kind = first["type"]
+    if not where or kind in ("json_invalid", "json_type", "model_type", "model_attributes_type"):
+        return "The body must be a JSON object of client metadata (RFC 7591)."
+    if kind == "missing":
+        return f"The client metadata needs {where}."
+    if kind in _PLAIN_ERRORS:
+        message = str(first["msg"]).rstrip(".")
+        return f"The client metadata's {where} is not valid: {message[:1].lower()}{message[1:]}."
+    return f"The client metadata's {where} is not valid."
+
+
+class CheckedRegistrationHandler(RegistrationHandler):
+    """The SDK's registration, with a refusal of the metadata in one sentence (the SDK's
+    is pydantic's text, one line per fault, some repeating what was sent)."""
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            OAuthClientMetadata.model_validate_json(await request.body())
+        except ValidationError as error:
+            return _json(
+                {"error": "invalid_client_metadata", "error_description": metadata_refusal(error)},
+                status=400,
+            )
+        return await super().handle(request)
+
+
+class CheckedAuthorizationHandler(AuthorizationHandler):
+    """The SDK's authorization endpoint, after two checks of its own: a `state` longer than
+    MAX_STATE_LENGTH is refused without being sent back, and `code_challenge_method` must be
+    given (S256; the SDK takes it as S256 when it is missing)."""
+
+    async def handle(self, request: Request) -> Response:
+        params = request.query_params
+        state = params.get("state")
+        if state is not None and len(state) > MAX_STATE_LENGTH:
+            # Not redirected: the redirect would carry the state back.
+            return _json(
+                {
+                    "error": "invalid_request",
+                    "error_description": f"The state is longer than {MAX_STATE_LENGTH} characters.",
+                },
+                status=400,
+            )
+        if not params.get("code_challenge_method"):
+            return await self._refuse(
+                params,
+                "invalid_request",
+                "The code_challenge_method is required and must be S256 (PKCE).",
+            )
+        return await super().handle(request)
+
+    async def _refuse(self, params: Any, error: str, description: str) -> Response:
+        """The error at the client's redirect URI when the request names a registered client
+        and one of its redirect URIs, as the SDK answers; else 400 here."""
+        client_id = params.get("client_id")
+        client = await self.provider.get_client(client_id) if client_id else None
+        redirect: AnyUrl | None = None
+        if client is not None and params.get("redirect_uri"):
+            try:
+                redirect = client.validate_redirect_uri(AnyUrl(params["redirect_uri"]))
+            except (ValidationError, InvalidRedirectUriError):
+                redirect = None
+        if redirect is None:
+            return _json({"error": error, "error_description": description}, status=400)
+        url = construct_redirect_uri(
+            str(redirect),
+            error=error,
+            error_description=description,
+            state=params.get("state"),
+            iss=current_base(),
+        )
+        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
 
 
 def bounded(app: Any, max_body: int) -> Any:
@@ -244,7 +356,7 @@ class OAuthRoutes:
         self.store = OAuthStore(settings, lambda: resource_of(current_base()))
         self.page = SignInPage(engine, settings, self.store, current_base)
         self.store.sign_in_url = self.page.url_for
-        registration = RegistrationHandler(
+        registration = CheckedRegistrationHandler(
             self.store,
             ClientRegistrationOptions(enabled=True, valid_scopes=None, default_scopes=[SCOPE]),
         )
@@ -253,7 +365,7 @@ class OAuthRoutes:
         # budget per client address, so that one caller cannot fill the registered clients
         # or wear the store down (the bound on clients, airoi.oauth.store, is the backstop).
         self.limiter = RateLimiter(settings.oauth_rate_limit, settings.redis_url)
-        authorize = AuthorizationHandler(self.store)
+        authorize = CheckedAuthorizationHandler(self.store)
         self.route_handlers: list[ASGIRouteHandler] = [
             self._route(PROTECTED_RESOURCE_PATH, ("GET",), self._protected_resource),
             self._route(PROTECTED_RESOURCE_PATH + MCP_PATH, ("GET",), self._protected_resource),
