@@ -409,6 +409,45 @@ def test_the_sign_in_form_refuses_a_forged_post(oauth_client: Client, pats: dict
     assert oauth_client.post("/oauth/sign-in", data=tampered).status_code == 400
 
 
+def test_a_sign_in_request_issues_one_code(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    location = authorize(oauth_client, reg, challenge).headers["location"]
+    page = oauth_client.get(location)
+    nonce = oauth_client.cookies["airoi_oauth_nonce"]
+    fields = {k: v.replace("&amp;", "&") for k, v in hidden_fields(page.text).items()}
+    data = {**fields, "token": pats["owner"], "action": "allow"}
+
+    def post() -> Any:
+        return oauth_client.post(
+            "/oauth/sign-in", data=data, headers={"Origin": BASE}, follow_redirects=False
+        )
+
+    first = post()
+    assert code_of(first)["code"]
+    # The nonce cookie ends with the code; the same form posted again with it is refused.
+    assert "airoi_oauth_nonce" not in oauth_client.cookies
+    again = oauth_client.post(
+        "/oauth/sign-in",
+        data=data,
+        headers={"Origin": BASE, "Cookie": f"airoi_oauth_nonce={nonce}"},
+        follow_redirects=False,
+    )
+    assert again.status_code == 400
+    assert "This sign-in request has been used." in again.text
+    assert "location" not in again.headers
+    # So is the page reloaded (a fresh nonce) and posted.
+    reloaded = sign_in(oauth_client, location, pats["owner"])
+    assert reloaded.status_code == 400
+    with engine.connect() as conn:
+        assert len(conn.execute(select(oauth_codes)).all()) == 1
+    # A new request from the assistant (a new PKCE challenge) signs in as before.
+    fresh = authorize(oauth_client, reg, pkce()[1]).headers["location"]
+    assert code_of(sign_in(oauth_client, fresh, pats["owner"]))["code"]
+
+
 def test_a_bad_token_is_asked_again_and_deny_goes_back(
     oauth_client: Client, pats: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -792,7 +831,7 @@ def test_a_grant_keeps_two_refresh_tokens_however_often_it_refreshes(
         issued = refresh(oauth_client, reg, issued["refresh_token"]).json()
     with engine.connect() as conn:
         kinds = sorted(row.kind for row in conn.execute(select(oauth_tokens)))
-    # The live access and refresh tokens, the last refresh token used and the code until it
-    # would have expired (each to tell a replay).
-    assert kinds == ["access", "code", "refresh", "refresh"]
+    # The live access and refresh tokens; the last refresh token used, the code until it
+    # would have expired and the sign-in request until it expires (each to tell a replay).
+    assert kinds == ["access", "code", "refresh", "refresh", "sign-in"]
     assert mcp(oauth_client, issued["access_token"]).status_code == 200

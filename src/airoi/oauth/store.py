@@ -68,6 +68,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Select
 
 from airoi.db.engine import make_engine
@@ -90,8 +91,11 @@ SCOPE = "mcp"  # the one scope granted: the tools of SPEC 4.B, read-only
 ACCESS_PREFIX = "airoi-at_"
 REFRESH_PREFIX = "airoi-rt_"
 CODE_PREFIX = "airoi-ac_"
-# oauth_tokens.kind of a code once exchanged (kept to tell a replay, never a token).
+# oauth_tokens.kind of a code once exchanged (kept to tell a replay, never a token), and of
+# a sign-in request a code was issued for (kept until it expires, so that it issues one).
 USED_CODE = "code"
+USED_SIGN_IN = "sign-in"
+TOKEN_KINDS = ("access", "refresh")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
@@ -129,6 +133,10 @@ def writer_engine(settings: Settings) -> Engine:
     engine = make_engine(settings.database_url, statement_timeout_ms=settings.statement_timeout_ms)
     event.listen(engine, "before_execute", _only_oauth_writes)
     return engine
+
+
+class RequestUsed(Exception):
+    """A code was issued for this sign-in request already."""
 
 
 class Refused(Exception):
@@ -383,31 +391,64 @@ class OAuthStore:
         code_challenge: str,
         resource: str,
         pat_hash: str,
+        request_hash: str,
+        request_expires_at: datetime,
     ) -> str:
-        """A code for a personal token the sign-in page found good (in a worker thread)."""
+        """A code for a personal token the sign-in page found good (in a worker thread), once
+        for the signed request whose hash is `request_hash`: RequestUsed when one was issued
+        for it already (the row that says so lives until the request expires)."""
         code = new_secret(CODE_PREFIX)
         now = utc_now()
-        with self.engine.begin() as conn:
-            conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
-            granted = conn.execute(
-                update(oauth_clients)
-                .where(oauth_clients.c.client_id == client_id)
-                .values(granted_at=func.coalesce(oauth_clients.c.granted_at, now))
-            )
-            if not granted.rowcount:
-                raise LookupError("the client is no longer registered")
-            conn.execute(
-                insert(oauth_codes).values(
-                    code_hash=digest(code),
-                    client_id=client_id,
-                    pat_hash=pat_hash,
-                    redirect_uri=redirect_uri,
-                    code_challenge=code_challenge,
-                    resource=resource,
-                    scopes=SCOPE,
-                    expires_at=now + timedelta(seconds=CODE_SECONDS),
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
+                conn.execute(
+                    delete(oauth_tokens).where(
+                        oauth_tokens.c.kind == USED_SIGN_IN, oauth_tokens.c.expires_at < now
+                    )
                 )
-            )
+                used = conn.execute(
+                    select(oauth_tokens.c.token_hash).where(
+                        oauth_tokens.c.token_hash == request_hash
+                    )
+                ).first()
+                if used is not None:
+                    raise RequestUsed
+                granted = conn.execute(
+                    update(oauth_clients)
+                    .where(oauth_clients.c.client_id == client_id)
+                    .values(granted_at=func.coalesce(oauth_clients.c.granted_at, now))
+                )
+                if not granted.rowcount:
+                    raise LookupError("the client is no longer registered")
+                conn.execute(
+                    insert(oauth_codes).values(
+                        code_hash=digest(code),
+                        client_id=client_id,
+                        pat_hash=pat_hash,
+                        redirect_uri=redirect_uri,
+                        code_challenge=code_challenge,
+                        resource=resource,
+                        scopes=SCOPE,
+                        expires_at=now + timedelta(seconds=CODE_SECONDS),
+                    )
+                )
+                conn.execute(
+                    insert(oauth_tokens).values(
+                        token_hash=request_hash,
+                        kind=USED_SIGN_IN,
+                        grant_id=request_hash,
+                        client_id=client_id,
+                        pat_hash=pat_hash,
+                        resource=resource,
+                        scopes=SCOPE,
+                        expires_at=request_expires_at,
+                        used_at=now,
+                    )
+                )
+        except IntegrityError:
+            # Another POST of the same request wrote its row first.
+            raise RequestUsed from None
         return code
 
     async def load_authorization_code(
@@ -506,7 +547,7 @@ class OAuthStore:
             .where(
                 oauth_tokens.c.pat_hash == pat_hash,
                 oauth_tokens.c.grant_id != grant_id,
-                oauth_tokens.c.kind != USED_CODE,
+                oauth_tokens.c.kind.in_(TOKEN_KINDS),
             )
             .group_by(oauth_tokens.c.grant_id)
             .order_by(func.min(oauth_tokens.c.expires_at))
