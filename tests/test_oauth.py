@@ -805,6 +805,33 @@ def test_unauthenticated_oauth_posts_are_limited_per_address(db_url: str) -> Non
         app.state.engine.dispose()
 
 
+def test_workers_share_the_oauth_budget_through_redis(db_url: str, redis_url: str) -> None:
+    # Two app instances stand for two workers; AIROI_REDIS_URL joins their counts. A random
+    # address: Redis outlives test runs.
+    settings = Settings(database_url=db_url, oauth_rate_limit="2/hour", redis_url=redis_url)
+    apps = [create_app(settings), create_app(settings)]
+    address = f"2001:db8::{secrets.randbelow(65536):x}:{secrets.randbelow(65536):x}"
+
+    async def register_through(app: Litestar) -> int:
+        transport = httpx.ASGITransport(app=app, client=(address, 4000))
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+            body = {"redirect_uris": [REDIRECT]}
+            return (await client.post("/oauth/register", json=body)).status_code
+
+    try:
+        statuses = [anyio.run(register_through, app) for app in (*apps, apps[0], apps[1])]
+        assert statuses == [201, 201, 429, 429]
+        # The counter is keyed by the address's hash, never the address.
+        import redis
+
+        keys = [key.decode() for key in redis.Redis.from_url(redis_url).keys("*oauth-address*")]
+        assert any(hashlib.sha256(address.encode()).hexdigest() in key for key in keys)
+        assert not any(address in key for key in keys)
+    finally:
+        for app in apps:
+            app.state.engine.dispose()
+
+
 def test_live_grants_per_personal_token_are_bounded(
     oauth_client: Client, pats: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
