@@ -328,7 +328,11 @@ def test_pkce_method_must_be_given(oauth_client: Client) -> None:
     unknown = oauth_client.get(
         "/oauth/authorize", params={**params, "client_id": "nobody"}, follow_redirects=False
     )
-    assert unknown.status_code == 400 and unknown.json()["error"] == "invalid_request"
+    assert unknown.status_code == 400
+    assert unknown.json() == {
+        "error": "invalid_request",
+        "error_description": "The client_id is not one registered here.",
+    }
 
 
 def test_a_long_state_is_refused_and_not_sent_back(oauth_client: Client) -> None:

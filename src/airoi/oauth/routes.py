@@ -208,9 +208,10 @@ class CheckedRegistrationHandler(RegistrationHandler):
 
 
 class CheckedAuthorizationHandler(AuthorizationHandler):
-    """The SDK's authorization endpoint, after two checks of its own: a `state` longer than
-    MAX_STATE_LENGTH is refused without being sent back, and `code_challenge_method` must be
-    given (S256; the SDK takes it as S256 when it is missing)."""
+    """The SDK's authorization endpoint, after checks of its own: a `state` longer than
+    MAX_STATE_LENGTH is refused without being sent back, a client_id not registered is
+    refused without being repeated (the SDK's message quotes it), and `code_challenge_method`
+    must be given (S256; the SDK takes it as S256 when it is missing)."""
 
     async def handle(self, request: Request) -> Response:
         params = request.query_params
@@ -221,6 +222,15 @@ class CheckedAuthorizationHandler(AuthorizationHandler):
                 {
                     "error": "invalid_request",
                     "error_description": f"The state is longer than {MAX_STATE_LENGTH} characters.",
+                },
+                status=400,
+            )
+        client_id = params.get("client_id")
+        if client_id and await self.provider.get_client(client_id) is None:
+            return _json(
+                {
+                    "error": "invalid_request",
+                    "error_description": "The client_id is not one registered here.",
                 },
                 status=400,
             )
