@@ -12,6 +12,8 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
+import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -264,6 +266,30 @@ def test_registration_body_is_bounded(oauth_client: Client) -> None:
     assert form.status_code == 413
 
 
+def test_a_registration_refusal_is_one_sentence_that_repeats_nothing(
+    oauth_client: Client,
+) -> None:
+    cases = [
+        (b"{not json", "The body must be a JSON object of client metadata (RFC 7591)."),
+        (b"[1, 2]", "The body must be a JSON object of client metadata (RFC 7591)."),
+        (b"{}", "The client metadata needs redirect_uris."),
+        (
+            b'{"redirect_uris": ["<b>not-a-url</b>"]}',
+            "The client metadata's redirect_uris.0 is not valid: input should be a valid URL, "
+            "relative URL without a base.",
+        ),
+    ]
+    for body, description in cases:
+        response = oauth_client.post(
+            "/oauth/register", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "invalid_client_metadata",
+            "error_description": description,
+        }
+
+
 # --- authorization -------------------------------------------------------------------------
 
 
@@ -276,6 +302,53 @@ def test_pkce_plain_is_refused(oauth_client: Client) -> None:
     query = parse_qs(urlsplit(response.headers["location"]).query)
     assert query["error"] == ["invalid_request"]
     assert "/oauth/sign-in" not in response.headers["location"]
+
+
+def test_pkce_method_must_be_given(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    params = {
+        "response_type": "code",
+        "client_id": reg["client_id"],
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "state": "st-123",
+        "resource": RESOURCE,
+    }
+    response = oauth_client.get("/oauth/authorize", params=params, follow_redirects=False)
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response.headers["location"]).query)
+    assert response.headers["location"].startswith(REDIRECT + "?")
+    assert query["error"] == ["invalid_request"]
+    assert query["error_description"] == [
+        "The code_challenge_method is required and must be S256 (PKCE)."
+    ]
+    assert query["state"] == ["st-123"] and query["iss"] == [BASE]
+    # Without a registered client to send it to, the error is answered here.
+    unknown = oauth_client.get(
+        "/oauth/authorize", params={**params, "client_id": "nobody"}, follow_redirects=False
+    )
+    assert unknown.status_code == 400
+    assert unknown.json() == {
+        "error": "invalid_request",
+        "error_description": "The client_id is not one registered here.",
+    }
+
+
+def test_a_long_state_is_refused_and_not_sent_back(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    long_state = "s" * 1_001
+    # Even with another fault the SDK would answer at the redirect URI (a plain PKCE method).
+    for extra in ({}, {"code_challenge_method": "plain"}):
+        response = authorize(oauth_client, reg, challenge, state=long_state, **extra)
+        assert response.status_code == 400
+        assert "location" not in response.headers
+        assert response.json() == {
+            "error": "invalid_request",
+            "error_description": "The state is longer than 1000 characters.",
+        }
+    assert authorize(oauth_client, reg, challenge, state="s" * 1_000).status_code == 302
 
 
 def test_a_redirect_uri_not_registered_exactly_is_refused(oauth_client: Client) -> None:
@@ -340,6 +413,45 @@ def test_the_sign_in_form_refuses_a_forged_post(oauth_client: Client, pats: dict
     assert oauth_client.post("/oauth/sign-in", data=tampered).status_code == 400
 
 
+def test_a_sign_in_request_issues_one_code(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    reg = register(oauth_client)
+    _, challenge = pkce()
+    location = authorize(oauth_client, reg, challenge).headers["location"]
+    page = oauth_client.get(location)
+    nonce = oauth_client.cookies["airoi_oauth_nonce"]
+    fields = {k: v.replace("&amp;", "&") for k, v in hidden_fields(page.text).items()}
+    data = {**fields, "token": pats["owner"], "action": "allow"}
+
+    def post() -> Any:
+        return oauth_client.post(
+            "/oauth/sign-in", data=data, headers={"Origin": BASE}, follow_redirects=False
+        )
+
+    first = post()
+    assert code_of(first)["code"]
+    # The nonce cookie ends with the code; the same form posted again with it is refused.
+    assert "airoi_oauth_nonce" not in oauth_client.cookies
+    again = oauth_client.post(
+        "/oauth/sign-in",
+        data=data,
+        headers={"Origin": BASE, "Cookie": f"airoi_oauth_nonce={nonce}"},
+        follow_redirects=False,
+    )
+    assert again.status_code == 400
+    assert "This sign-in request has been used." in again.text
+    assert "location" not in again.headers
+    # So is the page reloaded (a fresh nonce) and posted.
+    reloaded = sign_in(oauth_client, location, pats["owner"])
+    assert reloaded.status_code == 400
+    with engine.connect() as conn:
+        assert len(conn.execute(select(oauth_codes)).all()) == 1
+    # A new request from the assistant (a new PKCE challenge) signs in as before.
+    fresh = authorize(oauth_client, reg, pkce()[1]).headers["location"]
+    assert code_of(sign_in(oauth_client, fresh, pats["owner"]))["code"]
+
+
 def test_a_bad_token_is_asked_again_and_deny_goes_back(
     oauth_client: Client, pats: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -398,6 +510,29 @@ def test_a_code_is_used_once_and_needs_its_verifier(
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
 
 
+def test_a_code_presented_again_ends_the_tokens_of_its_first_use(
+    oauth_client: Client, pats: dict[str, str]
+) -> None:
+    # OAuth 2.1 4.1.3: a code used twice means someone else holds a copy.
+    reg = register(oauth_client)
+    verifier, challenge = pkce()
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
+        )
+    )
+    first = exchange(oauth_client, reg, got["code"], verifier)
+    assert first.status_code == 200
+    issued = first.json()
+    assert mcp(oauth_client, issued["access_token"]).status_code == 200
+    again = exchange(oauth_client, reg, got["code"], verifier)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert mcp(oauth_client, issued["access_token"]).status_code == 401
+    assert refresh(oauth_client, reg, issued["refresh_token"]).status_code == 400
+    # The used code is never taken as a token.
+    assert mcp(oauth_client, got["code"]).status_code == 401
+
+
 def test_a_token_for_another_audience_is_refused(
     oauth_client: Client, pats: dict[str, str]
 ) -> None:
@@ -408,6 +543,70 @@ def test_a_token_for_another_audience_is_refused(
     assert (
         'resource_metadata="http://localhost/.well-known/' in response.headers["www-authenticate"]
     )
+
+
+def test_a_token_request_for_another_resource_is_refused(
+    oauth_client: Client, pats: dict[str, str]
+) -> None:
+    # RFC 8707: a `resource` at the token endpoint must be the one the grant was made for.
+    reg = register(oauth_client)
+    verifier, challenge = pkce()
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
+        )
+    )
+    request = {
+        "grant_type": "authorization_code",
+        "code": got["code"],
+        "redirect_uri": REDIRECT,
+        "client_id": reg["client_id"],
+        "client_secret": reg["client_secret"],
+        "code_verifier": verifier,
+    }
+    for wrong in (f"{BASE}/api/v1", "http://evil.example/mcp"):
+        refused = oauth_client.post("/oauth/token", data={**request, "resource": wrong})
+        assert refused.status_code == 400
+        assert refused.json() == {
+            "error": "invalid_target",
+            "error_description": f"The resource must be {RESOURCE}.",
+        }
+    # The code was not spent by the refusals; without a resource it is the grant's.
+    issued = oauth_client.post("/oauth/token", data=request)
+    assert issued.status_code == 200, issued.text
+    refresh_request = {
+        "grant_type": "refresh_token",
+        "refresh_token": issued.json()["refresh_token"],
+        "client_id": reg["client_id"],
+        "client_secret": reg["client_secret"],
+    }
+    evil = oauth_client.post(
+        "/oauth/token", data={**refresh_request, "resource": "http://evil.example/mcp"}
+    )
+    assert evil.status_code == 400 and evil.json()["error"] == "invalid_target"
+    same = oauth_client.post("/oauth/token", data={**refresh_request, "resource": RESOURCE + "/"})
+    assert same.status_code == 200, same.text
+
+
+def test_an_unknown_grant_type_is_unsupported(oauth_client: Client) -> None:
+    reg = register(oauth_client)
+    for grant_type in ("password", "client_credentials"):
+        response = oauth_client.post(
+            "/oauth/token",
+            data={
+                "grant_type": grant_type,
+                "client_id": reg["client_id"],
+                "client_secret": reg["client_secret"],
+            },
+        )
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "unsupported_grant_type",
+            "error_description": "The grant_type must be authorization_code or refresh_token.",
+        }
+    missing = oauth_client.post("/oauth/token", data={"client_id": reg["client_id"]})
+    assert missing.status_code == 400
+    assert missing.json()["error"] == "invalid_request"
 
 
 def test_refresh_tokens_rotate(oauth_client: Client, pats: dict[str, str]) -> None:
@@ -534,22 +733,107 @@ def test_the_oauth_writer_writes_only_oauth_tables(db_url: str, pats: dict[str, 
 
 
 def test_registered_clients_are_bounded(
-    oauth_client: Client, engine: Engine, monkeypatch: pytest.MonkeyPatch
+    oauth_client: Client, engine: Engine, pats: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from airoi.oauth import store
 
     monkeypatch.setattr(store, "MAX_CLIENTS", 2)
-    register(oauth_client)
-    register(oauth_client)
+    granted, _ = grant(oauth_client, pats["owner"])
+    flood = register(oauth_client)
+    # At the bound a new client takes the place of the oldest never granted a code, so a
+    # flood of registrations cannot lock a new assistant out.
+    newcomer = register(oauth_client)
+    with engine.connect() as conn:
+        held = {row.client_id for row in conn.execute(select(oauth_clients.c.client_id))}
+    assert held == {granted["client_id"], newcomer["client_id"]}
+    assert flood["client_id"] not in held
+    # Refused only when every client holds a grant.
+    grant(oauth_client, pats["owner"])
     full = oauth_client.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
     assert full.status_code == 400
     assert full.json()["error"] == "invalid_client_metadata"
-    # A client never granted a code is dropped after a day, which makes room.
+
+
+def test_a_client_never_granted_is_dropped_after_an_hour(
+    oauth_client: Client, engine: Engine
+) -> None:
+    old = register(oauth_client)
+    recent = register(oauth_client)
     with engine.begin() as conn:
-        conn.execute(update(oauth_clients).values(created_at=utc_now() - timedelta(days=2)))
-    register(oauth_client)
+        conn.execute(
+            update(oauth_clients)
+            .where(oauth_clients.c.client_id == old["client_id"])
+            .values(created_at=utc_now() - timedelta(minutes=61))
+        )
+    newest = register(oauth_client)
     with engine.connect() as conn:
-        assert len(conn.execute(select(oauth_clients)).all()) == 1
+        held = {row.client_id for row in conn.execute(select(oauth_clients.c.client_id))}
+    assert held == {recent["client_id"], newest["client_id"]}
+
+
+def test_unauthenticated_oauth_posts_are_limited_per_address(db_url: str) -> None:
+    app = create_app(Settings(database_url=db_url, oauth_rate_limit="3/minute"))
+    try:
+        with TestClient(app, base_url=BASE) as client:
+            for _ in range(2):
+                register(client)
+            # The token endpoint and the sign-in form share the address's budget.
+            assert client.post("/oauth/token", data={"grant_type": "x"}).status_code == 400
+            over = [
+                client.post("/oauth/register", json={"redirect_uris": [REDIRECT]}),
+                client.post("/oauth/token", data={"grant_type": "refresh_token"}),
+            ]
+            for response in over:
+                assert response.status_code == 429
+                assert 1 <= int(response.headers["retry-after"]) <= 60
+                body = response.json()
+                assert body["error"] == "temporarily_unavailable"
+                assert body["error_description"].startswith("Too many requests from this address")
+            page = client.post("/oauth/sign-in", data={}, headers={"Origin": BASE})
+            assert page.status_code == 429
+            assert "Too many requests" in page.text and page.headers["retry-after"]
+            # Reading is not counted: metadata and the sign-in page's GET still answer.
+            assert client.get("/.well-known/oauth-authorization-server").status_code == 200
+            assert client.get("/oauth/sign-in").status_code == 400
+
+        # Another address has a budget of its own (the ASGI scope's client, as uvicorn sets
+        # it from the socket or a trusted proxy's X-Forwarded-For).
+        async def from_another_address() -> int:
+            transport = httpx.ASGITransport(app=app, client=("203.0.113.9", 4000))
+            async with httpx.AsyncClient(transport=transport, base_url=BASE) as other:
+                body = {"redirect_uris": [REDIRECT]}
+                return (await other.post("/oauth/register", json=body)).status_code
+
+        assert anyio.run(from_another_address) == 201
+    finally:
+        app.state.engine.dispose()
+
+
+def test_workers_share_the_oauth_budget_through_redis(db_url: str, redis_url: str) -> None:
+    # Two app instances stand for two workers; AIROI_REDIS_URL joins their counts. A random
+    # address: Redis outlives test runs.
+    settings = Settings(database_url=db_url, oauth_rate_limit="2/hour", redis_url=redis_url)
+    apps = [create_app(settings), create_app(settings)]
+    address = f"2001:db8::{secrets.randbelow(65536):x}:{secrets.randbelow(65536):x}"
+
+    async def register_through(app: Litestar) -> int:
+        transport = httpx.ASGITransport(app=app, client=(address, 4000))
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+            body = {"redirect_uris": [REDIRECT]}
+            return (await client.post("/oauth/register", json=body)).status_code
+
+    try:
+        statuses = [anyio.run(register_through, app) for app in (*apps, apps[0], apps[1])]
+        assert statuses == [201, 201, 429, 429]
+        # The counter is keyed by the address's hash, never the address.
+        import redis
+
+        keys = [key.decode() for key in redis.Redis.from_url(redis_url).keys("*oauth-address*")]
+        assert any(hashlib.sha256(address.encode()).hexdigest() in key for key in keys)
+        assert not any(address in key for key in keys)
+    finally:
+        for app in apps:
+            app.state.engine.dispose()
 
 
 def test_live_grants_per_personal_token_are_bounded(
@@ -578,6 +862,7 @@ def test_a_grant_keeps_two_refresh_tokens_however_often_it_refreshes(
         issued = refresh(oauth_client, reg, issued["refresh_token"]).json()
     with engine.connect() as conn:
         kinds = sorted(row.kind for row in conn.execute(select(oauth_tokens)))
-    # The live access and refresh tokens, and the last refresh token used (to tell a replay).
-    assert kinds == ["access", "refresh", "refresh"]
+    # The live access and refresh tokens; the last refresh token used, the code until it
+    # would have expired and the sign-in request until it expires (each to tell a replay).
+    assert kinds == ["access", "code", "refresh", "refresh", "sign-in"]
     assert mcp(oauth_client, issued["access_token"]).status_code == 200

@@ -63,3 +63,13 @@ def test_served_figures_use_airoi_today(
         period = client.get("/api/v1/roi?window=1yr", headers=bearer(token)).json()["period"]
         assert (period["from"], period["through"]) == ("2025-01-01", "2025-12-31")
     app.state.engine.dispose()
+
+
+def test_the_oauth_rate_limit_is_read_and_bounded() -> None:
+    assert Settings.from_env({}).oauth_rate_limit == "60/minute"
+    assert Settings.from_env({"AIROI_OAUTH_RATE_LIMIT": "5/second"}).oauth_rate_limit == (
+        "5/second"
+    )
+    for bad in ("often", "0/minute", "5000/second", "2/2 days"):
+        with pytest.raises(ValueError, match=r"^AIROI_OAUTH_RATE_LIMIT must read like 60/minute"):
+            Settings.from_env({"AIROI_OAUTH_RATE_LIMIT": bad})

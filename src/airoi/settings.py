@@ -132,6 +132,37 @@ def _rate_limit_from_env(value: str | None) -> str:
     return value
 
 
+# Requests per client address to the OAuth endpoints that take no token and write
+# (registration, token, the sign-in form's POST): airoi.oauth.routes.
+OAUTH_RATE_LIMIT_ENV = "AIROI_OAUTH_RATE_LIMIT"
+DEFAULT_OAUTH_RATE_LIMIT = "60/minute"
+MAX_OAUTH_RATE_LIMIT_PER_SECOND = 1_000.0
+
+
+def oauth_rate_limit_from_env(value: str | None) -> str:
+    if not value:
+        return DEFAULT_OAUTH_RATE_LIMIT
+    from limits import parse
+
+    try:
+        item = parse(value)
+    except ValueError:
+        item = None
+    # Bounded: at least one request a day, at most MAX_OAUTH_RATE_LIMIT_PER_SECOND a second.
+    if (
+        item is None
+        or item.amount < 1
+        or item.amount / item.get_expiry() > MAX_OAUTH_RATE_LIMIT_PER_SECOND
+        or item.get_expiry() > 86_400
+    ):
+        raise ValueError(
+            f"{OAUTH_RATE_LIMIT_ENV} must read like 60/minute or 5/second (at least 1 request "
+            f"a window of at most a day, at most {MAX_OAUTH_RATE_LIMIT_PER_SECOND:g} a second), "
+            f"not {value[:80]!r}"
+        )
+    return value
+
+
 SECRET_KEY_LENGTHS = (32, 512)
 
 
@@ -174,6 +205,8 @@ class Settings:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     # Where clients reach the service (the OAuth issuer, airoi.oauth); None: each request's Host.
     public_url: str | None = None
+    # Requests per client address to the OAuth endpoints that write (airoi.oauth.routes).
+    oauth_rate_limit: str = DEFAULT_OAUTH_RATE_LIMIT
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -195,6 +228,7 @@ class Settings:
             log_level=_one_of(LOG_LEVEL_ENV, env.get(LOG_LEVEL_ENV), LOG_LEVELS, DEFAULT_LOG_LEVEL),
             cors_origins=parse_origins(env.get("AIROI_CORS_ORIGINS")),
             public_url=public_url_from_env(env.get(PUBLIC_URL_ENV)),
+            oauth_rate_limit=oauth_rate_limit_from_env(env.get(OAUTH_RATE_LIMIT_ENV)),
         )
 
     def with_(self, **changes: object) -> Settings:

@@ -478,7 +478,7 @@ oauth_tokens = Table(
     "oauth_tokens",
     metadata,
     Column("token_hash", String(64), primary_key=True),
-    Column("kind", String(8), nullable=False),  # access or refresh
+    Column("kind", String(8), nullable=False),  # access, refresh; code, sign-in: used
     # One authorization: the tokens issued from one code and its refreshes.
     Column("grant_id", String(64), nullable=False),
     Column("client_id", String(64), ForeignKey("oauth_clients.client_id"), nullable=False),

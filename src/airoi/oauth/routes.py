@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable
@@ -32,17 +33,29 @@ from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
+from mcp.server.auth.provider import construct_redirect_uri
 from mcp.server.auth.settings import ClientRegistrationOptions
 from mcp.server.transport_security import RequestBodyLimitMiddleware
-from mcp.shared.auth import OAuthClientInformationFull
+from mcp.shared.auth import (
+    InvalidRedirectUriError,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+)
+from pydantic import AnyUrl, ValidationError
 from sqlalchemy import Engine
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import request_response
 
 from airoi.errors import ApiError
-from airoi.oauth.signin import SignInPage
-from airoi.oauth.store import SCOPE, OAuthStore, digest
+from airoi.oauth.signin import SignInPage, notice
+from airoi.oauth.store import (
+    MAX_STATE_LENGTH,
+    SCOPE,
+    OAuthStore,
+    digest,
+    requested_resources,
+)
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
     MCP_PATH,
@@ -50,6 +63,7 @@ from airoi.oauth.urls import (
     base_url,
     resource_of,
 )
+from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
 
 AUTHORIZE_PATH = "/oauth/authorize"
@@ -111,6 +125,146 @@ class HashedSecretAuthenticator(ClientAuthenticator):
         return client
 
 
+GRANT_TYPES = ("authorization_code", "refresh_token")
+
+
+class CheckedTokenHandler(TokenHandler):
+    """The SDK's token endpoint, with a grant type it does not serve refused as RFC 6749
+    says (not as a validation error), and the request's `resource` parameters handed to the
+    store, which refuses one that is not the grant's (RFC 8707, `invalid_target`)."""
+
+    async def handle(self, request: Request) -> Response:
+        form = await request.form()  # kept by the request for the SDK's own reading
+        grant_type = form.get("grant_type")
+        if not grant_type:
+            return _token_error("invalid_request", "The grant_type is required.")
+        if grant_type not in GRANT_TYPES:
+            return _token_error(
+                "unsupported_grant_type",
+                "The grant_type must be authorization_code or refresh_token.",
+            )
+        resources = tuple(value for value in form.getlist("resource") if isinstance(value, str))
+        reset = requested_resources.set(resources)
+        try:
+            return await super().handle(request)  # type: ignore[no-any-return]
+        finally:
+            requested_resources.reset(reset)
+
+
+def _token_error(error: str, description: str) -> Response:
+    return _json({"error": error, "error_description": description}, status=400, Pragma="no-cache")
+
+
+# pydantic errors whose message names only what was expected (never the value given).
+_PLAIN_ERRORS = frozenset(
+    {
+        "literal_error",
+        "string_type",
+        "string_too_long",
+        "string_too_short",
+        "list_type",
+        "int_type",
+        "int_parsing",
+        "bool_type",
+        "dict_type",
+        "url_type",
+        "url_parsing",
+        "url_scheme",
+        "url_too_long",
+        "too_long",
+        "too_short",
+    }
+)
+
+
+def metadata_refusal(error: ValidationError) -> str:
+    """One sentence on a registration's first fault, never repeating what was sent."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    kind = first["type"]
+    if not where or kind in ("json_invalid", "json_type", "model_type", "model_attributes_type"):
+        return "The body must be a JSON object of client metadata (RFC 7591)."
+    if kind == "missing":
+        return f"The client metadata needs {where}."
+    if kind in _PLAIN_ERRORS:
+        message = str(first["msg"]).rstrip(".")
+        return f"The client metadata's {where} is not valid: {message[:1].lower()}{message[1:]}."
+    return f"The client metadata's {where} is not valid."
+
+
+class CheckedRegistrationHandler(RegistrationHandler):
+    """The SDK's registration, with a refusal of the metadata in one sentence (the SDK's
+    is pydantic's text, one line per fault, some repeating what was sent)."""
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            OAuthClientMetadata.model_validate_json(await request.body())
+        except ValidationError as error:
+            return _json(
+                {"error": "invalid_client_metadata", "error_description": metadata_refusal(error)},
+                status=400,
+            )
+        return await super().handle(request)
+
+
+class CheckedAuthorizationHandler(AuthorizationHandler):
+    """The SDK's authorization endpoint, after checks of its own: a `state` longer than
+    MAX_STATE_LENGTH is refused without being sent back, a client_id not registered is
+    refused without being repeated (the SDK's message quotes it), and `code_challenge_method`
+    must be given (S256; the SDK takes it as S256 when it is missing)."""
+
+    async def handle(self, request: Request) -> Response:
+        params = request.query_params
+        state = params.get("state")
+        if state is not None and len(state) > MAX_STATE_LENGTH:
+            # Not redirected: the redirect would carry the state back.
+            return _json(
+                {
+                    "error": "invalid_request",
+                    "error_description": f"The state is longer than {MAX_STATE_LENGTH} characters.",
+                },
+                status=400,
+            )
+        client_id = params.get("client_id")
+        if client_id and await self.provider.get_client(client_id) is None:
+            return _json(
+                {
+                    "error": "invalid_request",
+                    "error_description": "The client_id is not one registered here.",
+                },
+                status=400,
+            )
+        if not params.get("code_challenge_method"):
+            return await self._refuse(
+                params,
+                "invalid_request",
+                "The code_challenge_method is required and must be S256 (PKCE).",
+            )
+        return await super().handle(request)
+
+    async def _refuse(self, params: Any, error: str, description: str) -> Response:
+        """The error at the client's redirect URI when the request names a registered client
+        and one of its redirect URIs, as the SDK answers; else 400 here."""
+        client_id = params.get("client_id")
+        client = await self.provider.get_client(client_id) if client_id else None
+        redirect: AnyUrl | None = None
+        if client is not None and params.get("redirect_uri"):
+            try:
+                redirect = client.validate_redirect_uri(AnyUrl(params["redirect_uri"]))
+            except (ValidationError, InvalidRedirectUriError):
+                redirect = None
+        if redirect is None:
+            return _json({"error": error, "error_description": description}, status=400)
+        url = construct_redirect_uri(
+            str(redirect),
+            error=error,
+            error_description=description,
+            state=params.get("state"),
+            iss=current_base(),
+        )
+        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
+
+
 def bounded(app: Any, max_body: int) -> Any:
     """`app` taking bodies of at most `max_body` bytes: a larger declared length is refused
     413 with SPEC 7's body; a chunked body is cut by the SDK's limit as it arrives."""
@@ -125,12 +279,54 @@ def bounded(app: Any, max_body: int) -> Any:
     return guard
 
 
-def _json(body: dict[str, Any], cache: str = "no-store") -> Response:
+def _json(
+    body: dict[str, Any], cache: str = "no-store", status: int = 200, **headers: str
+) -> Response:
     return Response(
         json.dumps(body, separators=(",", ":")),
+        status_code=status,
         media_type="application/json",
-        headers={"Cache-Control": cache},
+        headers={"Cache-Control": cache, **headers},
     )
+
+
+def address_key(scope: Any) -> str:
+    """The rate limit's key for the request's client address (its hash: an address is a
+    person's, and not for a counter store to keep). Behind a proxy it is the address uvicorn
+    takes from X-Forwarded-For when the proxy is one of FORWARDED_ALLOW_IPS."""
+    client = scope.get("client")
+    host = str(client[0]) if client else "-"
+    return "oauth-address:" + hashlib.sha256(host.encode("utf-8")).hexdigest()
+
+
+def per_address(app: Any, limiter: RateLimiter, *, page: bool = False) -> Any:
+    """`app` counted against the client address's budget (AIROI_OAUTH_RATE_LIMIT) before it
+    reads anything; over it, 429 with Retry-After: an OAuth error (JSON), or for the sign-in
+    page (`page`, a person's browser) a notice. GET of the page is not counted."""
+
+    async def guard(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("method") in ("GET", "HEAD"):
+            await app(scope, receive, send)
+            return
+        standing = await limiter.hit(address_key(scope), where=scope.get("path", ""))
+        if standing.allowed:
+            await app(scope, receive, send)
+            return
+        wait = standing.seconds_to_reset()
+        message = f"Too many requests from this address; try again in {wait} seconds."
+        refusal: Response
+        if page:
+            refusal = notice(429, message)
+            refusal.headers["Retry-After"] = str(wait)
+        else:
+            refusal = _json(
+                {"error": "temporarily_unavailable", "error_description": message},
+                status=429,
+                **{"Retry-After": str(wait)},
+            )
+        await refusal(scope, receive, send)
+
+    return guard
 
 
 def protected_resource_metadata(base: str) -> dict[str, Any]:
@@ -170,12 +366,16 @@ class OAuthRoutes:
         self.store = OAuthStore(settings, lambda: resource_of(current_base()))
         self.page = SignInPage(engine, settings, self.store, current_base)
         self.store.sign_in_url = self.page.url_for
-        registration = RegistrationHandler(
+        registration = CheckedRegistrationHandler(
             self.store,
             ClientRegistrationOptions(enabled=True, valid_scopes=None, default_scopes=[SCOPE]),
         )
-        token = TokenHandler(self.store, HashedSecretAuthenticator(self.store))
-        authorize = AuthorizationHandler(self.store)
+        token = CheckedTokenHandler(self.store, HashedSecretAuthenticator(self.store))
+        # Registration, the token endpoint and the sign-in form take no token and write: a
+        # budget per client address, so that one caller cannot fill the registered clients
+        # or wear the store down (the bound on clients, airoi.oauth.store, is the backstop).
+        self.limiter = RateLimiter(settings.oauth_rate_limit, settings.redis_url)
+        authorize = CheckedAuthorizationHandler(self.store)
         self.route_handlers: list[ASGIRouteHandler] = [
             self._route(PROTECTED_RESOURCE_PATH, ("GET",), self._protected_resource),
             self._route(PROTECTED_RESOURCE_PATH + MCP_PATH, ("GET",), self._protected_resource),
@@ -183,18 +383,25 @@ class OAuthRoutes:
             self._route(
                 REGISTER_PATH,
                 ("POST",),
-                bounded(request_response(registration.handle), REGISTER_MAX_BODY),
+                per_address(
+                    bounded(request_response(registration.handle), REGISTER_MAX_BODY),
+                    self.limiter,
+                ),
             ),
             self._route(AUTHORIZE_PATH, ("GET",), request_response(authorize.handle)),
             self._route(
                 TOKEN_PATH,
                 ("POST",),
-                bounded(request_response(token.handle), FORM_MAX_BODY),
+                per_address(bounded(request_response(token.handle), FORM_MAX_BODY), self.limiter),
             ),
             self._route(
                 SIGN_IN_PATH,
                 ("GET", "POST"),
-                bounded(request_response(self.page.handle), FORM_MAX_BODY),
+                per_address(
+                    bounded(request_response(self.page.handle), FORM_MAX_BODY),
+                    self.limiter,
+                    page=True,
+                ),
             ),
         ]
 

@@ -9,7 +9,9 @@ URI, with a code and the state (Allow with a good token) or `error=access_denied
 
 Against a forged POST: a random nonce in a SameSite=Strict, HttpOnly cookie set with the
 page, and a hidden field that is the HMAC of that nonce and the request's signature; a POST
-whose Origin is not this service's is refused as well. The page runs no script, and its
+whose Origin is not this service's is refused as well. A signed request issues one code: the
+store keeps its signature's hash until it expires (airoi.oauth.store.issue_code), so the form
+posted again, or the page reloaded and posted, is refused. The page runs no script, and its
 Content-Security-Policy allows none; the token travels only in the POST's body and is never
 logged, put in a URL or shown again.
 """
@@ -23,6 +25,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -36,7 +39,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from airoi.auth import Principal, authenticate
 from airoi.db.secret import read_store_secret
 from airoi.errors import ApiError
-from airoi.oauth.store import OAuthStore, digest
+from airoi.oauth.store import OAuthStore, RequestUsed, digest
 from airoi.oauth.urls import resource_of
 from airoi.settings import Settings
 
@@ -44,6 +47,7 @@ REQUEST_SECONDS = 600
 COOKIE = "airoi_oauth_nonce"
 FIELDS = ("client_id", "redirect_uri", "code_challenge", "state", "resource", "expires")
 MAX_TOKEN_LENGTH = 512
+USED = "This sign-in request has been used. Start again from your assistant."
 EXPIRED = "This sign-in request is not valid or has expired. Start again from your assistant."
 
 
@@ -128,7 +132,7 @@ class SignInPage:
         if request.method == "GET":
             fields = self._request_of(request.query_params)
             if fields is None:
-                return _notice(400, EXPIRED)
+                return notice(400, EXPIRED)
             nonce = secrets.token_urlsafe(32)
             response = await self._form(fields, nonce, message=None, status=200)
             response.set_cookie(
@@ -146,11 +150,11 @@ class SignInPage:
     async def _submitted(self, request: Request) -> Response:
         origin = request.headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() != self._base():
-            return _notice(403, "This form can only be sent from its own page.")
+            return notice(403, "This form can only be sent from its own page.")
         form = await request.form()
         fields = self._request_of(form)
         if fields is None:
-            return _notice(400, EXPIRED)
+            return notice(400, EXPIRED)
         nonce = request.cookies.get(COOKIE, "")
         given = form.get("csrf")
         if (
@@ -158,7 +162,7 @@ class SignInPage:
             or not isinstance(given, str)
             or not hmac.compare_digest(self._csrf(nonce, fields["signature"]), given)
         ):
-            return _notice(403, "This form has expired. Go back, reload the page and try again.")
+            return notice(403, "This form has expired. Go back, reload the page and try again.")
         state = fields["state"] or None
         if form.get("action") != "allow":
             return _redirect(
@@ -187,12 +191,20 @@ class SignInPage:
                 fields["code_challenge"],
                 fields["resource"],
                 digest(token),
+                # One code a signed request: the same form posted again (or the page reloaded
+                # and posted) is refused.
+                digest("sign-in request:" + fields["signature"]),
+                datetime.fromtimestamp(int(fields["expires"]), UTC).replace(tzinfo=None),
             )
         except LookupError:
-            return _notice(400, "The assistant is no longer registered. Start again from it.")
-        return _redirect(
+            return notice(400, "The assistant is no longer registered. Start again from it.")
+        except RequestUsed:
+            return notice(400, USED)
+        response = _redirect(
             construct_redirect_uri(fields["redirect_uri"], code=code, state=state, iss=self._base())
         )
+        response.delete_cookie(COOKIE, path="/oauth/sign-in")
+        return response
 
     def _check(self, token: str) -> Principal:
         """The token's principal, as the API would take it (401 and 403 as ApiError)."""
@@ -251,7 +263,7 @@ def _page_headers(redirect_origin: str | None = None) -> dict[str, str]:
     }
 
 
-def _notice(status: int, message: str) -> Response:
+def notice(status: int, message: str) -> Response:
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         "<title>airoi</title></head><body><main>"

@@ -14,10 +14,14 @@ rights on those tables alone would be stronger; it is the operator's to make (th
 given one database URL), so the check lives in the code beside the only code that writes.
 On a read-only hot standby these writes fail, and the OAuth steps that write answer 503.
 
-Bounds: at most MAX_CLIENTS registered clients (one never granted a code is removed after
-a day), at most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends),
-codes live CODE_SECONDS, access tokens ACCESS_SECONDS, refresh tokens REFRESH_SECONDS;
-expired rows are removed as new ones are written.
+Bounds: at most MAX_CLIENTS registered clients. One never granted a code is removed after
+UNGRANTED_CLIENT_SECONDS (an hour: a person signs in minutes after their assistant
+registers), and at the bound a registration removes the oldest never granted to make room,
+so that a flood of registrations (each address is also rate limited, airoi.oauth.routes)
+cannot lock out a new assistant: it is refused only when every client holds a grant. At
+most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), codes live
+CODE_SECONDS, access tokens ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows
+are removed as new ones are written.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -63,6 +68,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Select
 
 from airoi.db.engine import make_engine
@@ -72,7 +78,7 @@ from airoi.timeutil import utc_now
 
 OAUTH_TABLES = frozenset({oauth_clients.name, oauth_codes.name, oauth_tokens.name})
 MAX_CLIENTS = 10_000
-UNGRANTED_CLIENT_SECONDS = 86_400
+UNGRANTED_CLIENT_SECONDS = 3_600
 MAX_GRANTS_PER_TOKEN = 50
 CODE_SECONDS = 300
 ACCESS_SECONDS = 3_600
@@ -85,6 +91,11 @@ SCOPE = "mcp"  # the one scope granted: the tools of SPEC 4.B, read-only
 ACCESS_PREFIX = "airoi-at_"
 REFRESH_PREFIX = "airoi-rt_"
 CODE_PREFIX = "airoi-ac_"
+# oauth_tokens.kind of a code once exchanged (kept to tell a replay, never a token), and of
+# a sign-in request a code was issued for (kept until it expires, so that it issues one).
+USED_CODE = "code"
+USED_SIGN_IN = "sign-in"
+TOKEN_KINDS = ("access", "refresh")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
@@ -98,6 +109,10 @@ def new_secret(prefix: str) -> str:
 
 def _epoch(moment: datetime) -> int:
     return int((moment - datetime(1970, 1, 1)).total_seconds())
+
+
+def _moment(epoch: float) -> datetime:
+    return datetime(1970, 1, 1) + timedelta(seconds=epoch)
 
 
 class WriteOutsideOAuth(Exception):
@@ -118,6 +133,10 @@ def writer_engine(settings: Settings) -> Engine:
     engine = make_engine(settings.database_url, statement_timeout_ms=settings.statement_timeout_ms)
     event.listen(engine, "before_execute", _only_oauth_writes)
     return engine
+
+
+class RequestUsed(Exception):
+    """A code was issued for this sign-in request already."""
 
 
 class Refused(Exception):
@@ -171,6 +190,19 @@ def redirect_uri_refusal(uri: str) -> str | None:
 
 
 T = TypeVar("T")
+
+# The `resource` parameters (RFC 8707) of the token request being answered, set by the token
+# endpoint (airoi.oauth.routes): the SDK's handler does not pass them on.
+requested_resources: ContextVar[tuple[str, ...]] = ContextVar(
+    "airoi_oauth_requested_resources", default=()
+)
+
+
+def check_target(granted: str) -> None:
+    """RFC 8707: a token request naming a resource names the one its grant was made for."""
+    for resource in requested_resources.get():
+        if resource.rstrip("/") != granted.rstrip("/"):
+            raise TokenError("invalid_target", f"The resource must be {granted}.")
 
 
 @dataclass(frozen=True)
@@ -292,16 +324,32 @@ class OAuthStore:
         now = utc_now()
 
         def write(conn: Connection) -> None:
+            never_granted = and_(
+                oauth_clients.c.granted_at.is_(None),
+                ~select(oauth_codes.c.code_hash)
+                .where(oauth_codes.c.client_id == oauth_clients.c.client_id)
+                .exists(),
+            )
             conn.execute(
                 delete(oauth_clients).where(
-                    oauth_clients.c.granted_at.is_(None),
+                    never_granted,
                     oauth_clients.c.created_at < now - timedelta(seconds=UNGRANTED_CLIENT_SECONDS),
-                    ~select(oauth_codes.c.code_hash)
-                    .where(oauth_codes.c.client_id == oauth_clients.c.client_id)
-                    .exists(),
                 )
             )
             count = conn.execute(select(func.count()).select_from(oauth_clients)).scalar_one()
+            if count >= MAX_CLIENTS:
+                # Room made from the oldest clients never granted a code (a flood's).
+                oldest = (
+                    select(oauth_clients.c.client_id)
+                    .where(never_granted)
+                    .order_by(oauth_clients.c.created_at, oauth_clients.c.client_id)
+                    .limit(count - MAX_CLIENTS + 1)
+                )
+                ids = [row[0] for row in conn.execute(oldest)]
+                if ids:
+                    count -= conn.execute(
+                        delete(oauth_clients).where(oauth_clients.c.client_id.in_(ids))
+                    ).rowcount
             if count >= MAX_CLIENTS:
                 raise Refused(
                     RegistrationError(
@@ -343,31 +391,64 @@ class OAuthStore:
         code_challenge: str,
         resource: str,
         pat_hash: str,
+        request_hash: str,
+        request_expires_at: datetime,
     ) -> str:
-        """A code for a personal token the sign-in page found good (in a worker thread)."""
+        """A code for a personal token the sign-in page found good (in a worker thread), once
+        for the signed request whose hash is `request_hash`: RequestUsed when one was issued
+        for it already (the row that says so lives until the request expires)."""
         code = new_secret(CODE_PREFIX)
         now = utc_now()
-        with self.engine.begin() as conn:
-            conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
-            granted = conn.execute(
-                update(oauth_clients)
-                .where(oauth_clients.c.client_id == client_id)
-                .values(granted_at=func.coalesce(oauth_clients.c.granted_at, now))
-            )
-            if not granted.rowcount:
-                raise LookupError("the client is no longer registered")
-            conn.execute(
-                insert(oauth_codes).values(
-                    code_hash=digest(code),
-                    client_id=client_id,
-                    pat_hash=pat_hash,
-                    redirect_uri=redirect_uri,
-                    code_challenge=code_challenge,
-                    resource=resource,
-                    scopes=SCOPE,
-                    expires_at=now + timedelta(seconds=CODE_SECONDS),
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
+                conn.execute(
+                    delete(oauth_tokens).where(
+                        oauth_tokens.c.kind == USED_SIGN_IN, oauth_tokens.c.expires_at < now
+                    )
                 )
-            )
+                used = conn.execute(
+                    select(oauth_tokens.c.token_hash).where(
+                        oauth_tokens.c.token_hash == request_hash
+                    )
+                ).first()
+                if used is not None:
+                    raise RequestUsed
+                granted = conn.execute(
+                    update(oauth_clients)
+                    .where(oauth_clients.c.client_id == client_id)
+                    .values(granted_at=func.coalesce(oauth_clients.c.granted_at, now))
+                )
+                if not granted.rowcount:
+                    raise LookupError("the client is no longer registered")
+                conn.execute(
+                    insert(oauth_codes).values(
+                        code_hash=digest(code),
+                        client_id=client_id,
+                        pat_hash=pat_hash,
+                        redirect_uri=redirect_uri,
+                        code_challenge=code_challenge,
+                        resource=resource,
+                        scopes=SCOPE,
+                        expires_at=now + timedelta(seconds=CODE_SECONDS),
+                    )
+                )
+                conn.execute(
+                    insert(oauth_tokens).values(
+                        token_hash=request_hash,
+                        kind=USED_SIGN_IN,
+                        grant_id=request_hash,
+                        client_id=client_id,
+                        pat_hash=pat_hash,
+                        resource=resource,
+                        scopes=SCOPE,
+                        expires_at=request_expires_at,
+                        used_at=now,
+                    )
+                )
+        except IntegrityError:
+            # Another POST of the same request wrote its row first.
+            raise RequestUsed from None
         return code
 
     async def load_authorization_code(
@@ -381,6 +462,19 @@ class OAuthStore:
                 )
             ).first()
             if row is None:
+                used = conn.execute(
+                    select(oauth_tokens.c.grant_id).where(
+                        oauth_tokens.c.token_hash == digest(authorization_code),
+                        oauth_tokens.c.kind == USED_CODE,
+                        oauth_tokens.c.client_id == client.client_id,
+                    )
+                ).first()
+                if used is not None:
+                    # A code presented after it was exchanged: someone else holds a copy, so
+                    # the tokens issued on its first use end (OAuth 2.1, 4.1.3).
+                    conn.execute(
+                        delete(oauth_tokens).where(oauth_tokens.c.grant_id == used.grant_id)
+                    )
                 return None
             return PendingCode(
                 code=authorization_code,
@@ -399,6 +493,8 @@ class OAuthStore:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: PendingCode
     ) -> OAuthToken:
+        check_target(authorization_code.resource or self._resource())
+
         def write(conn: Connection) -> OAuthToken:
             # One use: the code is gone before tokens are made, so two exchanges of it
             # (two workers) cannot both succeed.
@@ -409,13 +505,30 @@ class OAuthStore:
             )
             if taken.rowcount != 1:
                 raise Refused(TokenError("invalid_grant", "The authorization code has been used."))
-            return self._grant(
+            grant_id = secrets.token_hex(16)
+            issued = self._grant(
                 conn,
                 client.client_id,
                 authorization_code.pat_hash,
                 authorization_code.resource or self._resource(),
-                secrets.token_hex(16),
+                grant_id,
             )
+            # The code's hash is kept with the grant until the code would have expired, to
+            # tell a replay of it (load_authorization_code); it is never taken as a token.
+            conn.execute(
+                insert(oauth_tokens).values(
+                    token_hash=digest(authorization_code.code),
+                    kind=USED_CODE,
+                    grant_id=grant_id,
+                    client_id=client.client_id,
+                    pat_hash=authorization_code.pat_hash,
+                    resource=authorization_code.resource or self._resource(),
+                    scopes=SCOPE,
+                    expires_at=_moment(authorization_code.expires_at),
+                    used_at=utc_now(),
+                )
+            )
+            return issued
 
         return await self._write(write)
 
@@ -431,7 +544,11 @@ class OAuthStore:
         conn.execute(delete(oauth_tokens).where(oauth_tokens.c.expires_at < now))
         grants = conn.execute(
             select(oauth_tokens.c.grant_id, func.min(oauth_tokens.c.expires_at))
-            .where(oauth_tokens.c.pat_hash == pat_hash, oauth_tokens.c.grant_id != grant_id)
+            .where(
+                oauth_tokens.c.pat_hash == pat_hash,
+                oauth_tokens.c.grant_id != grant_id,
+                oauth_tokens.c.kind.in_(TOKEN_KINDS),
+            )
             .group_by(oauth_tokens.c.grant_id)
             .order_by(func.min(oauth_tokens.c.expires_at))
         ).all()
@@ -510,6 +627,8 @@ class OAuthStore:
         refresh_token: HeldRefreshToken,
         scopes: list[str],
     ) -> OAuthToken:
+        check_target(refresh_token.resource or self._resource())
+
         def write(conn: Connection) -> OAuthToken:
             # Only the grant's latest used refresh token is kept (to tell a replay of it), so
             # a grant holds two refresh tokens at most, however often it is refreshed.
