@@ -269,6 +269,27 @@ def test_the_demo_link_signs_in_and_the_token_leaves_the_address_bar(
     assert served.token not in page.url
 
 
+def test_a_link_whose_token_cannot_be_read_leaves_the_bar_and_asks_for_it(
+    watched: Watched, served: Served
+) -> None:
+    # A stray % (a link cut or mangled in a chat): decoding it throws, and the page stayed blank
+    # with the token in the address bar.
+    page = watched.page
+    page.goto(f"{served.base}/#token=airoi_abc%ZZx")
+    page.wait_for_selector("#signin:not([hidden])")
+    assert page.url == f"{served.base}/"
+    assert page.evaluate("sessionStorage.getItem('airoi.token')") is None
+    message = page.inner_text("#signin-error")
+    assert "could not be read" in message and "airoi_abc" not in message
+    # In a tab already signed in: taken out of the bar, and the tab signed out, saying why.
+    sign_in(watched, served)
+    page.evaluate("location.hash = '#token=%E0%A4%A'")
+    page.wait_for_selector("#signin:not([hidden])")
+    assert page.url == f"{served.base}/"
+    assert page.evaluate("sessionStorage.getItem('airoi.token')") is None
+    assert "could not be read" in page.inner_text("#signin-error")
+
+
 def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) -> None:
     sign_in(watched, served)
     page = watched.page

@@ -27,14 +27,31 @@
     return sessionStorage.getItem(TOKEN_KEY);
   }
 
+  // Why the sign-in form is shown, when a link's token could not be read.
+  const UNREADABLE_LINK = "The link's token could not be read (it may have been cut or " +
+    "changed on the way). Paste the token below.";
+  let signInMessage = "";
+
   function takeTokenFromFragment() {
     // Given once as #token=...: kept for the tab, then taken out of the address bar (and its
-    // history entry), so it is not bookmarked, shared or shown on screen.
+    // history entry), so it is not bookmarked, shared or shown on screen. Taken out even when
+    // it cannot be decoded (a stray % in it): the tab is then signed out, saying why.
     const match = location.hash.match(/^#token=([^&]*)/);
     if (!match) return false;
-    const given = decodeURIComponent(match[1]).trim();
-    if (given) sessionStorage.setItem(TOKEN_KEY, given);
+    let given = null;
+    try {
+      given = decodeURIComponent(match[1]).trim();
+    } catch (error) {
+      given = null;
+    }
     history.replaceState(null, "", location.pathname + location.search);
+    if (given === null) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      signInMessage = UNREADABLE_LINK;
+    } else if (given) {
+      sessionStorage.setItem(TOKEN_KEY, given);
+      signInMessage = "";
+    }
     return true;
   }
 
@@ -653,7 +670,8 @@
     const current = ++generation;
     const draws = []; // this render's charts, drawn once its view is in the page
     if (!token()) {
-      showSignIn("");
+      showSignIn(signInMessage);
+      signInMessage = "";
       return;
     }
     document.getElementById("signin").hidden = true;
