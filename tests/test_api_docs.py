@@ -25,6 +25,7 @@ from litestar.testing import TestClient
 import airoi.app
 from airoi import __version__
 from airoi.apidocs import (
+    ASSETS_PATH,
     DESCRIPTION_PATH,
     DOCS_PATH,
     INDEX_PATH,
@@ -270,13 +271,32 @@ def test_anything_else_under_the_docs_is_the_apis_404(
 
 @pytest.mark.parametrize(
     "target",
-    [f"{DOCS_PATH}?url=https://example.org/x.json", f"{INDEX_PATH}?format=html"],
+    [f"{INDEX_PATH}?format=html", f"{DESCRIPTION_PATH}?utm_source=chat", f"{INDEX_PATH}?a=1&a=2"],
 )
-def test_an_unknown_query_is_refused(client: TestClient[Litestar], target: str) -> None:
-    # SEMANTICS R12, as on every route: the page reads no query (queryConfigEnabled is off too).
+def test_an_unknown_query_is_refused_by_the_api(client: TestClient[Litestar], target: str) -> None:
+    # SEMANTICS R12: the index and the description are the API's, and as strict as the rest.
     response = client.get(target)
     assert response.status_code == 400
     assert "Unknown query parameter" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "query", ["url=https://example.org/x.json", "utm_source=chat&utm_source=again", "x=%00"]
+)
+def test_the_page_ignores_a_query_it_does_not_read(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # A page for people, not the API (SEMANTICS R12 is the API's): a link pasted from a chat
+    # opens it. ?url= still loads no other description: the page is the same bytes, and
+    # Swagger UI reads no query (queryConfigEnabled is off).
+    plain = client.get(DOCS_PATH)
+    response = client.get(f"{DOCS_PATH}?{query}")
+    assert response.status_code == 200
+    assert response.content == plain.content
+    assert "example.org" not in response.text
+    asset = client.get(f"{ASSETS_PATH}/docs.js?{query}")
+    assert asset.status_code == 200
+    assert "queryConfigEnabled: false" in asset.text
 
 
 def test_the_description_is_the_same_without_the_docs(

@@ -18,6 +18,8 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from airoi import catalog
+
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "src" / "airoi" / "web"
 CSP = (
@@ -85,6 +87,86 @@ def test_head_answers_as_get_without_a_body(client: TestClient[Litestar]) -> Non
         assert head.content == b""
         assert head.headers["content-length"] == str(len(got.content))
         assert head.headers["etag"] == got.headers["etag"]
+
+
+@pytest.mark.parametrize(
+    "query", ["utm_source=chat", "utm_source=a&utm_source=b", "window=1yr", "x=%00", "v=1"]
+)
+def test_a_query_the_page_does_not_read_is_ignored(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # A page for people (a link pasted from a chat, a campaign tag): not refused as the API's
+    # unknown parameters are (SEMANTICS R12 is the API's, and stays so under /api/v1).
+    for path in ("/", "/assets/dashboard.js"):
+        plain = client.get(path)
+        response = client.get(f"{path}?{query}")
+        assert response.status_code == 200, path
+        assert response.content == plain.content
+
+
+# The tools' page links (AIROI_APP_URL + a path of airoi/catalog/pages.json), and the dashboard
+# view each is sent to, worked out by hand from dashboard.js's hash routes.
+PAGE_REDIRECTS = {
+    "/roi": "/#/",
+    "/initiatives": "/#/",
+    "/initiatives/12": "/#/initiatives/12",
+    "/initiatives/9223372036854775807": "/#/initiatives/9223372036854775807",
+    "/decisions": "/#/",
+    "/budgets": "/#/budgets",
+    "/integrations": "/#/connections",
+    "/integrations/connect/jira": "/#/connections",
+    "/budgets?utm_source=chat": "/#/budgets",
+}
+# Pages the dashboard has no view of: left 404 (and /metrics is the Prometheus endpoint's).
+NO_VIEW = {
+    "/templates",
+    "/templates/{key}",
+    "/assessments",
+    "/assessments/{id}",
+    "/help",
+    "/help/{slug}",
+    "/settings/organization",
+    "/settings/organization/mcp-access",
+}
+
+
+@pytest.mark.parametrize(("path", "view"), sorted(PAGE_REDIRECTS.items()))
+def test_an_application_page_link_is_sent_to_the_dashboards_view(
+    client: TestClient[Litestar], path: str, view: str
+) -> None:
+    for method in ("GET", "HEAD"):
+        response = client.request(method, path, follow_redirects=False)
+        assert response.status_code == 303, (method, path)
+        assert response.headers["location"] == view
+        assert response.content == b""
+
+
+@pytest.mark.parametrize(
+    "path", ["/initiatives/abc", "/initiatives/012", "/initiatives/0", "/initiatives/1" + "0" * 19]
+)
+def test_a_page_link_to_no_initiative_is_404(client: TestClient[Litestar], path: str) -> None:
+    response = client.get(path, follow_redirects=False)
+    assert response.status_code == 404
+    assert response.json()["error"]["status"] == 404
+
+
+def test_every_catalog_page_is_the_dashboard_a_redirect_or_left_alone(
+    client: TestClient[Litestar],
+) -> None:
+    pages = {page.key: page.path for page in catalog.app_pages()}
+    asked = {path.split("?")[0] for path in PAGE_REDIRECTS}
+    for key, path in pages.items():
+        sample = path.replace("{id}", "12").replace("{platform}", "jira")
+        if key == "dashboard":
+            assert client.get(path).headers["content-type"].startswith("text/html")
+        elif key == "metrics":  # the catalog's page collides with the Prometheus endpoint
+            metrics = client.get(path)
+            assert metrics.status_code == 200
+            assert "# HELP" in metrics.text
+        elif path in NO_VIEW:
+            assert client.get(path, follow_redirects=False).status_code == 404, path
+        else:
+            assert sample in asked, f"{key}: {path} is neither sent to a view nor left out"
 
 
 def test_a_kept_copy_is_answered_304(client: TestClient[Litestar]) -> None:

@@ -290,6 +290,22 @@ def test_a_link_whose_token_cannot_be_read_leaves_the_bar_and_asks_for_it(
     assert "could not be read" in page.inner_text("#signin-error")
 
 
+def test_the_tools_page_links_open_the_dashboards_views(watched: Watched, served: Served) -> None:
+    # The tools' links: AIROI_APP_URL (this server) + a path of airoi/catalog/pages.json.
+    sign_in(watched, served)
+    page = watched.page
+    initiative = served.rows("/budgets")[0]["initiative_id"]
+    for path, view, route in [
+        (f"/initiatives/{initiative}", "initiative", f"/#/initiatives/{initiative}"),
+        ("/integrations", "connections", "/#/connections"),
+        ("/budgets", "budgets", "/#/budgets"),
+        ("/roi", "portfolio", "/#/"),
+    ]:
+        page.goto(f"{served.base}{path}")
+        page.wait_for_selector(f"{READY} [data-view={view}]")
+        assert page.url == f"{served.base}{route}"
+
+
 def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) -> None:
     sign_in(watched, served)
     page = watched.page

@@ -40,6 +40,7 @@ from airoi.conditional import takes_gzip
 from airoi.errors import ApiError
 
 __all__ = [
+    "ASSETS_PATH",
     "CONTENT_SECURITY_POLICY",
     "DESCRIPTION_PATH",
     "DOCS_PATH",
@@ -176,7 +177,10 @@ def docs_router(before_request: BeforeRequest) -> Router:
         DOCS_PATH,
         route_handlers=[],
         include_in_schema=False,
-        opt={"public": True},  # no token to read the page (airoi.app.PUBLIC_OPT)
+        # No token to read the page (airoi.app.PUBLIC_OPT); a query it does not read is ignored
+        # (airoi.app.IGNORES_QUERY_OPT): ?url= loads no other description (queryConfigEnabled
+        # is off in docs.js), and ?utm_source= from a pasted link is no error for a person.
+        opt={"public": True, "ignores_query": True},
         before_request=only_the_page_and_its_assets,
         response_headers=[
             ResponseHeader(name="Content-Security-Policy", value=CONTENT_SECURITY_POLICY),

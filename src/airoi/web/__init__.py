@@ -10,6 +10,7 @@ the browser: no inline script or style, requests to this server only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
@@ -17,6 +18,7 @@ from typing import Any, Final
 from litestar import Request, Response, get
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
+from litestar.response import Redirect
 
 from airoi.conditional import entity_tag, none_match
 from airoi.errors import ApiError
@@ -25,8 +27,9 @@ __all__ = ["CONTENT_SECURITY_POLICY", "DASHBOARD_PATH", "ROUTE_HANDLERS"]
 
 DASHBOARD_PATH: Final = "/"
 ASSETS_PATH: Final = "/assets"
-# airoi.app's PUBLIC_OPT (imported from there would be a cycle): no token asked.
-_PUBLIC: Final = {"public": True}
+# airoi.app's PUBLIC_OPT and IGNORES_QUERY_OPT (imported from there would be a cycle): no token
+# asked, and a query these pages do not read (?utm_source=...) is ignored, not refused.
+_PUBLIC: Final = {"public": True, "ignores_query": True}
 
 CONTENT_SECURITY_POLICY: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -98,4 +101,55 @@ def asset(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[byte
     return _answer(file, request)
 
 
-ROUTE_HANDLERS: Final[list[HTTPRouteHandler]] = [dashboard, asset]
+# --- the application's pages, sent to the dashboard's views --------------------------------
+# The tools give out page URLs: AIROI_APP_URL plus a path of airoi/catalog/pages.json. With
+# AIROI_APP_URL unset, `airoi serve` and `airoi demo` make it this server, so the pages the
+# dashboard has a view of are answered here with a redirect to that view (its hash routes).
+# `/` is the dashboard itself. The others stay 404: `/metrics` is the Prometheus endpoint
+# (airoi.observability), and templates, assessments, help and settings have no view.
+PAGE_VIEWS: Final = {
+    "/roi": "/",
+    "/initiatives": "/",  # the portfolio ranks every initiative, each a link to its view
+    "/decisions": "/",  # decisions are shown on each initiative's view, reached from there
+    "/budgets": "/budgets",
+    "/integrations": "/connections",
+}
+# An initiative id as the API writes one: digits, no leading zero, at most 19 of them.
+_INITIATIVE_ID: Final = re.compile(r"[1-9][0-9]{0,18}")
+
+
+def _to_view(view: str) -> Redirect:
+    # 303: the dashboard's view is another resource, fetched with GET.
+    return Redirect(f"{DASHBOARD_PATH}#{view}", status_code=303)
+
+
+@get(list(PAGE_VIEWS), opt=_PUBLIC, include_in_schema=False, sync_to_thread=False)
+def page_view(request: Request[Any, Any, Any]) -> Redirect:
+    return _to_view(PAGE_VIEWS[request.url.path.rstrip("/") or "/"])
+
+
+@get("/initiatives/{id:str}", opt=_PUBLIC, include_in_schema=False, sync_to_thread=False)
+def initiative_page(id: FromPath[str]) -> Redirect:
+    if not _INITIATIVE_ID.fullmatch(id):
+        raise ApiError(404, "No such page.")
+    return _to_view(f"/initiatives/{id}")
+
+
+@get(
+    "/integrations/connect/{platform:str}",
+    opt=_PUBLIC,
+    include_in_schema=False,
+    sync_to_thread=False,
+)
+def connect_page(platform: FromPath[str]) -> Redirect:
+    # The dashboard reads and connects nothing: the nearest view is the connections'.
+    return _to_view("/connections")
+
+
+ROUTE_HANDLERS: Final[list[HTTPRouteHandler]] = [
+    dashboard,
+    asset,
+    page_view,
+    initiative_page,
+    connect_page,
+]
