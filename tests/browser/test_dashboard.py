@@ -338,6 +338,21 @@ def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) ->
     assert net.get_attribute("title") == dollars(roi["net_value_cents"], "0.01")
 
 
+def test_every_percentage_has_one_decimal(watched: Watched, served: Served) -> None:
+    # "25%" beside "30.1%" read as if one were rounded and the other not.
+    sign_in(watched, served)
+    page = watched.page
+    roi = served.api("/roi", window="1yr")["roi"]
+    expected = (Decimal(str(roi)) * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    assert page.inner_text("[data-figure='roi.roi']") == f"{expected:,}%"
+    for route, view in [("#/", "portfolio"), ("#/budgets", "budgets")]:
+        page.evaluate(f"location.hash = {route!r}")
+        page.wait_for_selector(f"{READY} [data-view={view}]")
+        shown = re.findall(r"[-\u2212]?[\d,.]+%", page.inner_text("#view"))
+        assert shown, view
+        assert [text for text in shown if not re.fullmatch(r"[-\u2212]?[\d,]*\d\.\d%", text)] == []
+
+
 def test_the_ranking_is_by_net_value_then_by_roi(watched: Watched, served: Served) -> None:
     sign_in(watched, served)
     rows = served.rows("/roi/breakdown", by="initiative", window="1yr")
@@ -619,6 +634,25 @@ def test_a_phone_reads_every_view_without_sideways_scrolling(
             page.wait_for_selector(f"{READY} [data-view={view}]")
             width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             assert width[0] <= width[1], (view, width)
+            if view == "portfolio":
+                # The ranking keeps every figure of each initiative on screen: stage, approved
+                # value and cost beside net value and ROI, each figure labelled.
+                cells = page.eval_on_selector_all(
+                    ".ranked tbody tr",
+                    """rows => rows.map(r => [...r.children].map(c => {
+                        const box = c.getBoundingClientRect();
+                        return [getComputedStyle(c).display, box.left, box.right, box.width,
+                                c.dataset.label || '', c.textContent];
+                    }))""",
+                )
+                assert cells
+                for row in cells:
+                    assert len(row) == 7
+                    for display, left, right, cell_width, _, text in row:
+                        assert display != "none" and cell_width > 0, text
+                        assert 0 <= left and right <= width[1], (text, left, right)
+                    labels = [cell[4] for cell in row]
+                    assert labels[3:] == ["Approved", "Cost", "Net", "ROI"]
             # Text no smaller than 12 px anywhere it is read.
             smallest = page.evaluate(
                 "Math.min(...[...document.querySelectorAll('td, th, p, dd, dt, .card-value')]"

@@ -158,10 +158,14 @@
     return Number(cents) / 100;
   }
 
+  const percentFormat = new Intl.NumberFormat(undefined, {
+    style: "percent", minimumFractionDigits: 1, maximumFractionDigits: 1,
+  });
+
   function percent(ratio) {
     if (ratio === null || ratio === undefined) return "—";
-    return new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 })
-      .format(ratio);
+    // One decimal always, so that 25% and 30.1% side by side read as 25.0% and 30.1%.
+    return percentFormat.format(ratio);
   }
 
   function day(text) {
@@ -406,14 +410,15 @@
         return h("tr", {},
           h("td", { class: "rank" }, index + 1),
           h("th", { scope: "row" }, initiativeLink(row.key, row.label)),
+          // data-label: each figure's name where a phone shows the row without the headings.
           h("td", {}, initiative ? stageBadge(initiative.stage) : "—"),
-          h("td", { class: "num" }, money(row.approved_value_cents, currency,
-            "breakdown.initiative.approved_value_cents", row.key)),
-          h("td", { class: "num" }, money(row.total_cost_cents, currency,
+          h("td", { class: "num", "data-label": "Approved" }, money(row.approved_value_cents,
+            currency, "breakdown.initiative.approved_value_cents", row.key)),
+          h("td", { class: "num", "data-label": "Cost" }, money(row.total_cost_cents, currency,
             "breakdown.initiative.total_cost_cents", row.key)),
-          h("td", { class: "num" }, money(row.net_value_cents, currency,
+          h("td", { class: "num", "data-label": "Net" }, money(row.net_value_cents, currency,
             "breakdown.initiative.net_value_cents", row.key)),
-          h("td", { class: "num" }, percent(row.roi)));
+          h("td", { class: "num", "data-label": "ROI" }, percent(row.roi)));
       }), { class: "ranked" }));
 
     // Cost by vendor, largest first.
