@@ -650,7 +650,7 @@ def test_a_phone_reads_every_view_without_sideways_scrolling(
                     assert len(row) == 7
                     for display, left, right, cell_width, _, text in row:
                         assert display != "none" and cell_width > 0, text
-                        assert 0 <= left and right <= width[1], (text, left, right)
+                        assert left >= 0 and right <= width[1], (text, left, right)
                     labels = [cell[4] for cell in row]
                     assert labels[3:] == ["Approved", "Cost", "Net", "ROI"]
             # Text no smaller than 12 px anywhere it is read.
