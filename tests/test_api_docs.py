@@ -142,13 +142,31 @@ def test_every_asset_the_page_loads_answers_with_its_type(client: TestClient[Lit
         media_type = response.headers["content-type"].split(";")[0]
         assert media_type == MEDIA_TYPES[kind], address
         assert response.headers["x-content-type-options"] == "nosniff"
-        assert response.content == (ASSETS / address.rsplit("/", 1)[1]).read_bytes()
+        name, _, version = address.rsplit("/", 1)[1].partition("?v=")
+        shipped = (ASSETS / name).read_bytes()
+        assert response.content == shipped
+        # Named at its version (from its bytes), it is kept a year without asking again.
+        assert version == hashlib.sha256(shipped).hexdigest()[:12]
+        assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
         # Conditional GET, as every 200 under /api/v1/: a browser revalidates and gets 304.
         again = client.get(address, headers={"If-None-Match": response.headers["etag"]})
         assert again.status_code == 304
+        assert again.headers["etag"] == response.headers["etag"]
         head = client.head(address)  # SEMANTICS R30
         assert head.status_code == 200
         assert head.content == b""
+
+
+@pytest.mark.parametrize("query", ["", "?v=0123456789ab", "?v="])
+def test_an_asset_at_no_version_or_another_is_asked_again_each_time(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # An older page's address (or none) may name bytes that have changed since: revalidated.
+    response = client.get(f"{ASSETS_PATH}/docs.js{query}")
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["etag"]
+    assert client.get(DOCS_PATH).headers["cache-control"] == "no-cache"
 
 
 def test_an_asset_is_sent_gzipped_once_compressed(client: TestClient[Litestar]) -> None:

@@ -69,13 +69,35 @@ def test_the_page_needs_no_token_and_says_what_it_may_load(client: TestClient[Li
     # Every file from this server, under /assets, and each is served with its type.
     assert parsed.loaded, page.text
     kinds = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
-    for path in parsed.loaded:
-        assert path.startswith("/assets/"), path
-        served = client.get(path)
-        assert served.status_code == 200, path
-        assert served.headers["content-type"].startswith(kinds[Path(path).suffix]), path
+    for address in parsed.loaded:
+        path, _, version = address.partition("?v=")
+        assert path.startswith("/assets/"), address
+        served = client.get(address)
+        assert served.status_code == 200, address
+        assert served.headers["content-type"].startswith(kinds[Path(path).suffix]), address
         assert served.headers["content-security-policy"] == CSP
-        assert served.content == (WEB / "assets" / path.removeprefix("/assets/")).read_bytes()
+        shipped = (WEB / "assets" / path.removeprefix("/assets/")).read_bytes()
+        assert served.content == shipped
+        # Named at its version (the start of its ETag, a digest of its bytes), a file is kept
+        # a year without asking again: an upgrade changes the address.
+        assert version and served.headers["etag"].strip('"').startswith(version), address
+        assert served.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert page.headers["cache-control"] == "no-cache"
+
+
+@pytest.mark.parametrize("query", ["", "?v=0123456789ab", "?v="])
+def test_a_file_at_no_version_or_another_is_asked_again_each_time(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # An older page's address (or none) may name bytes that have changed since: revalidated,
+    # and answered 304 while they have not (the ETag is kept).
+    response = client.get(f"/assets/dashboard.js{query}")
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-cache"
+    again = client.get(
+        f"/assets/dashboard.js{query}", headers={"If-None-Match": response.headers["etag"]}
+    )
+    assert again.status_code == 304
 
 
 def test_head_answers_as_get_without_a_body(client: TestClient[Litestar]) -> None:

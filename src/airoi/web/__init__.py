@@ -37,13 +37,18 @@ CONTENT_SECURITY_POLICY: Final = (
     "frame-ancestors 'none'"
 )
 # The page is small and changes with the package: asked again each time, answered 304 when
-# it has not changed (the ETag), so an upgrade is never hidden behind a cached copy.
+# it has not changed (the ETag), so an upgrade is never hidden behind a cached copy. It names
+# each file it loads with that file's version (`/assets/NAME?v=VERSION`, from its bytes), and a
+# file asked for at its current version is kept for a year without asking again: an upgrade
+# changes the version, hence the address. Asked for without it (or at an old version), a file
+# is asked again each time, as the page is.
 _HEADERS: Final = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
 }
+REVALIDATE: Final = "no-cache"
+IMMUTABLE: Final = "public, max-age=31536000, immutable"
 _MEDIA_TYPES: Final = {
     ".html": "text/html",
     ".js": "text/javascript",
@@ -57,6 +62,10 @@ class File:
     body: bytes
     media_type: str
     etag: str
+
+    @property
+    def version(self) -> str:
+        return self.etag.strip('"')[:12]
 
 
 def _read(name: str) -> File:
@@ -76,12 +85,25 @@ def _assets() -> dict[str, File]:
     }
 
 
-PAGE: Final = _read("index.html")
+def _versioned(page: File, assets: dict[str, File]) -> File:
+    """The page with each `/assets/NAME"` it names written `/assets/NAME?v=VERSION"`."""
+
+    def versioned(match: re.Match[bytes]) -> bytes:
+        name = match.group(1).decode()
+        return f'{ASSETS_PATH}/{name}?v={assets[name].version}"'.encode()
+
+    body = re.sub(rb'/assets/([\w.-]+)"', versioned, page.body)
+    return File(body, page.media_type, entity_tag(body))
+
+
 ASSETS: Final = _assets()
+PAGE: Final = _versioned(_read("index.html"), ASSETS)
 
 
-def _answer(file: File, request: Request[Any, Any, Any]) -> Response[bytes]:
-    headers = {**_HEADERS, "ETag": file.etag}
+def _answer(
+    file: File, request: Request[Any, Any, Any], cache_control: str = REVALIDATE
+) -> Response[bytes]:
+    headers = {**_HEADERS, "Cache-Control": cache_control, "ETag": file.etag}
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and none_match(if_none_match, file.etag):
         return Response(b"", status_code=304, headers=headers)
@@ -98,7 +120,8 @@ def asset(name: FromPath[str], request: Request[Any, Any, Any]) -> Response[byte
     file = ASSETS.get(name)
     if file is None:
         raise ApiError(404, "No such file.")
-    return _answer(file, request)
+    current = request.query_params.get("v") == file.version
+    return _answer(file, request, IMMUTABLE if current else REVALIDATE)
 
 
 # --- the application's pages, sent to the dashboard's views --------------------------------
