@@ -25,6 +25,7 @@ from litestar.testing import TestClient
 import airoi.app
 from airoi import __version__
 from airoi.apidocs import (
+    ASSETS_PATH,
     DESCRIPTION_PATH,
     DOCS_PATH,
     INDEX_PATH,
@@ -141,13 +142,31 @@ def test_every_asset_the_page_loads_answers_with_its_type(client: TestClient[Lit
         media_type = response.headers["content-type"].split(";")[0]
         assert media_type == MEDIA_TYPES[kind], address
         assert response.headers["x-content-type-options"] == "nosniff"
-        assert response.content == (ASSETS / address.rsplit("/", 1)[1]).read_bytes()
+        name, _, version = address.rsplit("/", 1)[1].partition("?v=")
+        shipped = (ASSETS / name).read_bytes()
+        assert response.content == shipped
+        # Named at its version (from its bytes), it is kept a year without asking again.
+        assert version == hashlib.sha256(shipped).hexdigest()[:12]
+        assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
         # Conditional GET, as every 200 under /api/v1/: a browser revalidates and gets 304.
         again = client.get(address, headers={"If-None-Match": response.headers["etag"]})
         assert again.status_code == 304
+        assert again.headers["etag"] == response.headers["etag"]
         head = client.head(address)  # SEMANTICS R30
         assert head.status_code == 200
         assert head.content == b""
+
+
+@pytest.mark.parametrize("query", ["", "?v=0123456789ab", "?v="])
+def test_an_asset_at_no_version_or_another_is_asked_again_each_time(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # An older page's address (or none) may name bytes that have changed since: revalidated.
+    response = client.get(f"{ASSETS_PATH}/docs.js{query}")
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["etag"]
+    assert client.get(DOCS_PATH).headers["cache-control"] == "no-cache"
 
 
 def test_an_asset_is_sent_gzipped_once_compressed(client: TestClient[Litestar]) -> None:
@@ -270,13 +289,32 @@ def test_anything_else_under_the_docs_is_the_apis_404(
 
 @pytest.mark.parametrize(
     "target",
-    [f"{DOCS_PATH}?url=https://example.org/x.json", f"{INDEX_PATH}?format=html"],
+    [f"{INDEX_PATH}?format=html", f"{DESCRIPTION_PATH}?utm_source=chat", f"{INDEX_PATH}?a=1&a=2"],
 )
-def test_an_unknown_query_is_refused(client: TestClient[Litestar], target: str) -> None:
-    # SEMANTICS R12, as on every route: the page reads no query (queryConfigEnabled is off too).
+def test_an_unknown_query_is_refused_by_the_api(client: TestClient[Litestar], target: str) -> None:
+    # SEMANTICS R12: the index and the description are the API's, and as strict as the rest.
     response = client.get(target)
     assert response.status_code == 400
     assert "Unknown query parameter" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "query", ["url=https://example.org/x.json", "utm_source=chat&utm_source=again", "x=%00"]
+)
+def test_the_page_ignores_a_query_it_does_not_read(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # A page for people, not the API (SEMANTICS R12 is the API's): a link pasted from a chat
+    # opens it. ?url= still loads no other description: the page is the same bytes, and
+    # Swagger UI reads no query (queryConfigEnabled is off).
+    plain = client.get(DOCS_PATH)
+    response = client.get(f"{DOCS_PATH}?{query}")
+    assert response.status_code == 200
+    assert response.content == plain.content
+    assert "example.org" not in response.text
+    asset = client.get(f"{ASSETS_PATH}/docs.js?{query}")
+    assert asset.status_code == 200
+    assert "queryConfigEnabled: false" in asset.text
 
 
 def test_the_description_is_the_same_without_the_docs(

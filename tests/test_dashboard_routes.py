@@ -18,6 +18,8 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from airoi import catalog
+
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "src" / "airoi" / "web"
 CSP = (
@@ -67,13 +69,35 @@ def test_the_page_needs_no_token_and_says_what_it_may_load(client: TestClient[Li
     # Every file from this server, under /assets, and each is served with its type.
     assert parsed.loaded, page.text
     kinds = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
-    for path in parsed.loaded:
-        assert path.startswith("/assets/"), path
-        served = client.get(path)
-        assert served.status_code == 200, path
-        assert served.headers["content-type"].startswith(kinds[Path(path).suffix]), path
+    for address in parsed.loaded:
+        path, _, version = address.partition("?v=")
+        assert path.startswith("/assets/"), address
+        served = client.get(address)
+        assert served.status_code == 200, address
+        assert served.headers["content-type"].startswith(kinds[Path(path).suffix]), address
         assert served.headers["content-security-policy"] == CSP
-        assert served.content == (WEB / "assets" / path.removeprefix("/assets/")).read_bytes()
+        shipped = (WEB / "assets" / path.removeprefix("/assets/")).read_bytes()
+        assert served.content == shipped
+        # Named at its version (the start of its ETag, a digest of its bytes), a file is kept
+        # a year without asking again: an upgrade changes the address.
+        assert version and served.headers["etag"].strip('"').startswith(version), address
+        assert served.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert page.headers["cache-control"] == "no-cache"
+
+
+@pytest.mark.parametrize("query", ["", "?v=0123456789ab", "?v="])
+def test_a_file_at_no_version_or_another_is_asked_again_each_time(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # An older page's address (or none) may name bytes that have changed since: revalidated,
+    # and answered 304 while they have not (the ETag is kept).
+    response = client.get(f"/assets/dashboard.js{query}")
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-cache"
+    again = client.get(
+        f"/assets/dashboard.js{query}", headers={"If-None-Match": response.headers["etag"]}
+    )
+    assert again.status_code == 304
 
 
 def test_head_answers_as_get_without_a_body(client: TestClient[Litestar]) -> None:
@@ -85,6 +109,86 @@ def test_head_answers_as_get_without_a_body(client: TestClient[Litestar]) -> Non
         assert head.content == b""
         assert head.headers["content-length"] == str(len(got.content))
         assert head.headers["etag"] == got.headers["etag"]
+
+
+@pytest.mark.parametrize(
+    "query", ["utm_source=chat", "utm_source=a&utm_source=b", "window=1yr", "x=%00", "v=1"]
+)
+def test_a_query_the_page_does_not_read_is_ignored(
+    client: TestClient[Litestar], query: str
+) -> None:
+    # A page for people (a link pasted from a chat, a campaign tag): not refused as the API's
+    # unknown parameters are (SEMANTICS R12 is the API's, and stays so under /api/v1).
+    for path in ("/", "/assets/dashboard.js"):
+        plain = client.get(path)
+        response = client.get(f"{path}?{query}")
+        assert response.status_code == 200, path
+        assert response.content == plain.content
+
+
+# The tools' page links (AIROI_APP_URL + a path of airoi/catalog/pages.json), and the dashboard
+# view each is sent to, worked out by hand from dashboard.js's hash routes.
+PAGE_REDIRECTS = {
+    "/roi": "/#/",
+    "/initiatives": "/#/",
+    "/initiatives/12": "/#/initiatives/12",
+    "/initiatives/9223372036854775807": "/#/initiatives/9223372036854775807",
+    "/decisions": "/#/",
+    "/budgets": "/#/budgets",
+    "/integrations": "/#/connections",
+    "/integrations/connect/jira": "/#/connections",
+    "/budgets?utm_source=chat": "/#/budgets",
+}
+# Pages the dashboard has no view of: left 404 (and /metrics is the Prometheus endpoint's).
+NO_VIEW = {
+    "/templates",
+    "/templates/{key}",
+    "/assessments",
+    "/assessments/{id}",
+    "/help",
+    "/help/{slug}",
+    "/settings/organization",
+    "/settings/organization/mcp-access",
+}
+
+
+@pytest.mark.parametrize(("path", "view"), sorted(PAGE_REDIRECTS.items()))
+def test_an_application_page_link_is_sent_to_the_dashboards_view(
+    client: TestClient[Litestar], path: str, view: str
+) -> None:
+    for method in ("GET", "HEAD"):
+        response = client.request(method, path, follow_redirects=False)
+        assert response.status_code == 303, (method, path)
+        assert response.headers["location"] == view
+        assert response.content == b""
+
+
+@pytest.mark.parametrize(
+    "path", ["/initiatives/abc", "/initiatives/012", "/initiatives/0", "/initiatives/1" + "0" * 19]
+)
+def test_a_page_link_to_no_initiative_is_404(client: TestClient[Litestar], path: str) -> None:
+    response = client.get(path, follow_redirects=False)
+    assert response.status_code == 404
+    assert response.json()["error"]["status"] == 404
+
+
+def test_every_catalog_page_is_the_dashboard_a_redirect_or_left_alone(
+    client: TestClient[Litestar],
+) -> None:
+    pages = {page.key: page.path for page in catalog.app_pages()}
+    asked = {path.split("?")[0] for path in PAGE_REDIRECTS}
+    for key, path in pages.items():
+        sample = path.replace("{id}", "12").replace("{platform}", "jira")
+        if key == "dashboard":
+            assert client.get(path).headers["content-type"].startswith("text/html")
+        elif key == "metrics":  # the catalog's page collides with the Prometheus endpoint
+            metrics = client.get(path)
+            assert metrics.status_code == 200
+            assert "# HELP" in metrics.text
+        elif path in NO_VIEW:
+            assert client.get(path, follow_redirects=False).status_code == 404, path
+        else:
+            assert sample in asked, f"{key}: {path} is neither sent to a view nor left out"
 
 
 def test_a_kept_copy_is_answered_304(client: TestClient[Litestar]) -> None:

@@ -104,6 +104,10 @@ PUBLIC_OPT = "public"
 # An ASGI route takes every method; one that serves only some names them under this key.
 SERVED_METHODS_OPT = "served_methods"
 QUERY_RULES_OPT = "query_rules"
+# A page for people (the dashboard, the API reference), not the API: a query it does not read
+# (?utm_source=..., a link pasted from a chat) is ignored rather than refused (SEMANTICS R12 is
+# about the API's parameters).
+IGNORES_QUERY_OPT = "ignores_query"
 # A whole number as JSON writes one: digits, no leading zero, an optional minus.
 WHOLE_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)")
 LEADING_ZERO = re.compile(r"-?0[0-9]+")
@@ -341,6 +345,8 @@ async def strict_parameters(request: Request[Any, Any, Any]) -> None:
     # async, so the framework runs it on the event loop rather than hopping to a thread.
     """SEMANTICS R12: a query name the endpoint does not declare is refused, as is a repeat."""
     handler = request.route_handler
+    if handler.opt.get(IGNORES_QUERY_OPT):
+        return
     rules: QueryRules | None = handler.opt.get(QUERY_RULES_OPT)
     if rules is None:  # read from the signature once per registered handler
         rules = handler.opt[QUERY_RULES_OPT] = query_rules(handler)

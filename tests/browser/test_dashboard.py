@@ -269,6 +269,43 @@ def test_the_demo_link_signs_in_and_the_token_leaves_the_address_bar(
     assert served.token not in page.url
 
 
+def test_a_link_whose_token_cannot_be_read_leaves_the_bar_and_asks_for_it(
+    watched: Watched, served: Served
+) -> None:
+    # A stray % (a link cut or mangled in a chat): decoding it throws, and the page stayed blank
+    # with the token in the address bar.
+    page = watched.page
+    page.goto(f"{served.base}/#token=airoi_abc%ZZx")
+    page.wait_for_selector("#signin:not([hidden])")
+    assert page.url == f"{served.base}/"
+    assert page.evaluate("sessionStorage.getItem('airoi.token')") is None
+    message = page.inner_text("#signin-error")
+    assert "could not be read" in message and "airoi_abc" not in message
+    # In a tab already signed in: taken out of the bar, and the tab signed out, saying why.
+    sign_in(watched, served)
+    page.evaluate("location.hash = '#token=%E0%A4%A'")
+    page.wait_for_selector("#signin:not([hidden])")
+    assert page.url == f"{served.base}/"
+    assert page.evaluate("sessionStorage.getItem('airoi.token')") is None
+    assert "could not be read" in page.inner_text("#signin-error")
+
+
+def test_the_tools_page_links_open_the_dashboards_views(watched: Watched, served: Served) -> None:
+    # The tools' links: AIROI_APP_URL (this server) + a path of airoi/catalog/pages.json.
+    sign_in(watched, served)
+    page = watched.page
+    initiative = served.rows("/budgets")[0]["initiative_id"]
+    for path, view, route in [
+        (f"/initiatives/{initiative}", "initiative", f"/#/initiatives/{initiative}"),
+        ("/integrations", "connections", "/#/connections"),
+        ("/budgets", "budgets", "/#/budgets"),
+        ("/roi", "portfolio", "/#/"),
+    ]:
+        page.goto(f"{served.base}{path}")
+        page.wait_for_selector(f"{READY} [data-view={view}]")
+        assert page.url == f"{served.base}{route}"
+
+
 def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) -> None:
     sign_in(watched, served)
     page = watched.page
@@ -299,6 +336,21 @@ def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) ->
     net = page.locator("[data-figure='roi.net_value_cents']")
     assert net.text_content() == dollars(roi["net_value_cents"], "1")
     assert net.get_attribute("title") == dollars(roi["net_value_cents"], "0.01")
+
+
+def test_every_percentage_has_one_decimal(watched: Watched, served: Served) -> None:
+    # "25%" beside "30.1%" read as if one were rounded and the other not.
+    sign_in(watched, served)
+    page = watched.page
+    roi = served.api("/roi", window="1yr")["roi"]
+    expected = (Decimal(str(roi)) * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    assert page.inner_text("[data-figure='roi.roi']") == f"{expected:,}%"
+    for route, view in [("#/", "portfolio"), ("#/budgets", "budgets")]:
+        page.evaluate(f"location.hash = {route!r}")
+        page.wait_for_selector(f"{READY} [data-view={view}]")
+        shown = re.findall(r"[-\u2212]?[\d,.]+%", page.inner_text("#view"))
+        assert shown, view
+        assert [text for text in shown if not re.fullmatch(r"[-\u2212]?[\d,]*\d\.\d%", text)] == []
 
 
 def test_the_ranking_is_by_net_value_then_by_roi(watched: Watched, served: Served) -> None:
@@ -582,6 +634,25 @@ def test_a_phone_reads_every_view_without_sideways_scrolling(
             page.wait_for_selector(f"{READY} [data-view={view}]")
             width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             assert width[0] <= width[1], (view, width)
+            if view == "portfolio":
+                # The ranking keeps every figure of each initiative on screen: stage, approved
+                # value and cost beside net value and ROI, each figure labelled.
+                cells = page.eval_on_selector_all(
+                    ".ranked tbody tr",
+                    """rows => rows.map(r => [...r.children].map(c => {
+                        const box = c.getBoundingClientRect();
+                        return [getComputedStyle(c).display, box.left, box.right, box.width,
+                                c.dataset.label || '', c.textContent];
+                    }))""",
+                )
+                assert cells
+                for row in cells:
+                    assert len(row) == 7
+                    for display, left, right, cell_width, _, text in row:
+                        assert display != "none" and cell_width > 0, text
+                        assert left >= 0 and right <= width[1], (text, left, right)
+                    labels = [cell[4] for cell in row]
+                    assert labels[3:] == ["Approved", "Cost", "Net", "ROI"]
             # Text no smaller than 12 px anywhere it is read.
             smallest = page.evaluate(
                 "Math.min(...[...document.querySelectorAll('td, th, p, dd, dt, .card-value')]"

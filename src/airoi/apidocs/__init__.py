@@ -22,6 +22,7 @@ It is served the framework's way, by a render plugin of the OpenAPI configuratio
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Awaitable, Callable
 from functools import cache
@@ -40,6 +41,7 @@ from airoi.conditional import takes_gzip
 from airoi.errors import ApiError
 
 __all__ = [
+    "ASSETS_PATH",
     "CONTENT_SECURITY_POLICY",
     "DESCRIPTION_PATH",
     "DOCS_PATH",
@@ -77,8 +79,25 @@ ASSET_TYPES: Final = {
 NO_SUCH_ROUTE: Final = "No such route."
 
 
+# An asset asked for at its current version (the page names each as NAME?v=VERSION, from its
+# bytes) is kept a year without asking again: an upgrade changes the address. Asked for
+# otherwise, it is asked again each time and answered 304 while unchanged (the ETag).
+IMMUTABLE: Final = "public, max-age=31536000, immutable"
+REVALIDATE: Final = "no-cache"
+
+
 def asset_url(name: str) -> str:
     return f"{ASSETS_PATH}/{name}"
+
+
+@cache
+def asset_version(name: str) -> str:
+    """A shipped asset's version: the start of a digest of its bytes."""
+    return hashlib.sha256(asset_bytes(name)).hexdigest()[:12]
+
+
+def versioned_url(name: str) -> str:
+    return f"{asset_url(name)}?v={asset_version(name)}"
 
 
 @cache
@@ -120,10 +139,10 @@ class ApiDocsPage(SwaggerRenderPlugin):
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 {self.favicon}
-<link rel="stylesheet" href="{self.css_url}">
-<link rel="stylesheet" href="{asset_url("docs.css")}">
-<script src="{self.js_url}" defer></script>
-<script src="{asset_url("docs.js")}" defer></script>
+<link rel="stylesheet" href="{versioned_url("swagger-ui.css")}">
+<link rel="stylesheet" href="{versioned_url("docs.css")}">
+<script src="{versioned_url("swagger-ui-bundle.js")}" defer></script>
+<script src="{versioned_url("docs.js")}" defer></script>
 </head>
 <body>
 <noscript>This reference needs JavaScript; the description itself is at
@@ -151,10 +170,13 @@ def docs_asset(request: Request[Any, Any, Any], name: FromPath[str]) -> Response
     if media_type is None:
         raise ApiError(404, NO_SUCH_ROUTE)
     # Tagged, answered 304 on a match and given Vary by airoi.conditional, as every /api/v1/ 200.
+    current = request.query_params.get("v") == asset_version(name)
+    headers = {"Cache-Control": IMMUTABLE if current else REVALIDATE}
     if takes_gzip(request.headers.get("accept-encoding")):
         gzipped = asset_gzipped(name)
-        return Response(gzipped, media_type=media_type, headers={"Content-Encoding": "gzip"})
-    return Response(asset_bytes(name), media_type=media_type)
+        headers["Content-Encoding"] = "gzip"
+        return Response(gzipped, media_type=media_type, headers=headers)
+    return Response(asset_bytes(name), media_type=media_type, headers=headers)
 
 
 BeforeRequest = Callable[[Request[Any, Any, Any]], Awaitable[Any]]
@@ -176,12 +198,17 @@ def docs_router(before_request: BeforeRequest) -> Router:
         DOCS_PATH,
         route_handlers=[],
         include_in_schema=False,
-        opt={"public": True},  # no token to read the page (airoi.app.PUBLIC_OPT)
+        # No token to read the page (airoi.app.PUBLIC_OPT); a query it does not read is ignored
+        # (airoi.app.IGNORES_QUERY_OPT): ?url= loads no other description (queryConfigEnabled
+        # is off in docs.js), and ?utm_source= from a pasted link is no error for a person.
+        opt={"public": True, "ignores_query": True},
         before_request=only_the_page_and_its_assets,
         response_headers=[
             ResponseHeader(name="Content-Security-Policy", value=CONTENT_SECURITY_POLICY),
             ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
             ResponseHeader(name="Referrer-Policy", value="no-referrer"),
+            # The page, asked again each time (304 while unchanged); an asset sets its own.
+            ResponseHeader(name="Cache-Control", value=REVALIDATE),
         ],
     )
 

@@ -27,14 +27,31 @@
     return sessionStorage.getItem(TOKEN_KEY);
   }
 
+  // Why the sign-in form is shown, when a link's token could not be read.
+  const UNREADABLE_LINK = "The link's token could not be read (it may have been cut or " +
+    "changed on the way). Paste the token below.";
+  let signInMessage = "";
+
   function takeTokenFromFragment() {
     // Given once as #token=...: kept for the tab, then taken out of the address bar (and its
-    // history entry), so it is not bookmarked, shared or shown on screen.
+    // history entry), so it is not bookmarked, shared or shown on screen. Taken out even when
+    // it cannot be decoded (a stray % in it): the tab is then signed out, saying why.
     const match = location.hash.match(/^#token=([^&]*)/);
     if (!match) return false;
-    const given = decodeURIComponent(match[1]).trim();
-    if (given) sessionStorage.setItem(TOKEN_KEY, given);
+    let given = null;
+    try {
+      given = decodeURIComponent(match[1]).trim();
+    } catch (error) {
+      given = null;
+    }
     history.replaceState(null, "", location.pathname + location.search);
+    if (given === null) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      signInMessage = UNREADABLE_LINK;
+    } else if (given) {
+      sessionStorage.setItem(TOKEN_KEY, given);
+      signInMessage = "";
+    }
     return true;
   }
 
@@ -141,10 +158,14 @@
     return Number(cents) / 100;
   }
 
+  const percentFormat = new Intl.NumberFormat(undefined, {
+    style: "percent", minimumFractionDigits: 1, maximumFractionDigits: 1,
+  });
+
   function percent(ratio) {
     if (ratio === null || ratio === undefined) return "—";
-    return new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 })
-      .format(ratio);
+    // One decimal always, so that 25% and 30.1% side by side read as 25.0% and 30.1%.
+    return percentFormat.format(ratio);
   }
 
   function day(text) {
@@ -389,14 +410,15 @@
         return h("tr", {},
           h("td", { class: "rank" }, index + 1),
           h("th", { scope: "row" }, initiativeLink(row.key, row.label)),
+          // data-label: each figure's name where a phone shows the row without the headings.
           h("td", {}, initiative ? stageBadge(initiative.stage) : "—"),
-          h("td", { class: "num" }, money(row.approved_value_cents, currency,
-            "breakdown.initiative.approved_value_cents", row.key)),
-          h("td", { class: "num" }, money(row.total_cost_cents, currency,
+          h("td", { class: "num", "data-label": "Approved" }, money(row.approved_value_cents,
+            currency, "breakdown.initiative.approved_value_cents", row.key)),
+          h("td", { class: "num", "data-label": "Cost" }, money(row.total_cost_cents, currency,
             "breakdown.initiative.total_cost_cents", row.key)),
-          h("td", { class: "num" }, money(row.net_value_cents, currency,
+          h("td", { class: "num", "data-label": "Net" }, money(row.net_value_cents, currency,
             "breakdown.initiative.net_value_cents", row.key)),
-          h("td", { class: "num" }, percent(row.roi)));
+          h("td", { class: "num", "data-label": "ROI" }, percent(row.roi)));
       }), { class: "ranked" }));
 
     // Cost by vendor, largest first.
@@ -653,7 +675,8 @@
     const current = ++generation;
     const draws = []; // this render's charts, drawn once its view is in the page
     if (!token()) {
-      showSignIn("");
+      showSignIn(signInMessage);
+      signInMessage = "";
       return;
     }
     document.getElementById("signin").hidden = true;
