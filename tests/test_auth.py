@@ -9,7 +9,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine, select
 
-from airoi.auth import TokenRefused, issue_token, revoke_token
+from airoi.auth import TOKEN_CACHE_S, TokenCache, TokenRefused, issue_token, revoke_token
 from airoi.db.tables import tokens
 from airoi.timeutil import format_datetime, utc_now
 from tests.conftest import bearer
@@ -172,8 +172,14 @@ def test_revoked_token_stops_working(client: Client, engine: Engine) -> None:
     owner = b.user(acct, role="owner")
     b.load(engine)
     issued = issue_token(engine, owner)
+    # The app takes a good token as it was for at most TOKEN_CACHE_S (tests/test_token_cache.py):
+    # its clock is stepped past that after the revocation.
+    cache: TokenCache = client.app.state.token_cache
+    now = [0.0]
+    cache.clock = lambda: now[0]
     assert client.get("/api/v1/metrics", headers=bearer(issued.secret)).status_code == 200
     assert revoke_token(engine, issued.prefix) == issued.prefix
+    now[0] += TOKEN_CACHE_S
     assert client.get("/api/v1/metrics", headers=bearer(issued.secret)).status_code == 401
     with pytest.raises(TokenRefused):
         revoke_token(engine, issued.prefix)

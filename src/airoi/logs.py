@@ -133,6 +133,11 @@ def configure_logging(log_format: str, level: str) -> None:
     # Python's warnings (a deprecation in a library, say) as records of the `py.warnings`
     # logger, not bare lines on stderr.
     logging.captureWarnings(True)
+    # Neither format writes the thread, the process or its name: each record would otherwise
+    # look them up as it is made (the access line is written for every request).
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
 
 
 __all__ = [
