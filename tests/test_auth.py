@@ -166,20 +166,23 @@ def test_tokens_are_issued_only_to_owner_or_admin(engine: Engine, role: str) -> 
         issue_token(engine, user)
 
 
+def lapse(client: Client) -> None:
+    """Step the app's token cache past the second it takes a good token as it was
+    (tests/test_token_cache.py), as a revocation's effect is awaited in service."""
+    cache: TokenCache = client.app.state.token_cache
+    later = cache.clock() + TOKEN_CACHE_S
+    cache.clock = lambda: later
+
+
 def test_revoked_token_stops_working(client: Client, engine: Engine) -> None:
     b = BundleBuilder()
     acct = b.account()
     owner = b.user(acct, role="owner")
     b.load(engine)
     issued = issue_token(engine, owner)
-    # The app takes a good token as it was for at most TOKEN_CACHE_S (tests/test_token_cache.py):
-    # its clock is stepped past that after the revocation.
-    cache: TokenCache = client.app.state.token_cache
-    now = [0.0]
-    cache.clock = lambda: now[0]
     assert client.get("/api/v1/metrics", headers=bearer(issued.secret)).status_code == 200
     assert revoke_token(engine, issued.prefix) == issued.prefix
-    now[0] += TOKEN_CACHE_S
+    lapse(client)
     assert client.get("/api/v1/metrics", headers=bearer(issued.secret)).status_code == 401
     with pytest.raises(TokenRefused):
         revoke_token(engine, issued.prefix)
@@ -203,6 +206,7 @@ def test_a_whole_token_revokes_exactly_that_token(client: Client, engine: Engine
         revoke_token(engine, first[:30])
     assert first[14:30] not in str(partial.value)
     assert revoke_token(engine, first) == shown
+    lapse(client)
     assert client.get("/api/v1/metrics", headers=bearer(first)).status_code == 401
     assert client.get("/api/v1/metrics", headers=bearer(second)).status_code == 200
     with pytest.raises(TokenRefused) as again:
@@ -210,4 +214,5 @@ def test_a_whole_token_revokes_exactly_that_token(client: Client, engine: Engine
     assert str(again.value) == f"The token {shown}… is already revoked."
     # One live token left with that prefix: the prefix is enough again.
     assert revoke_token(engine, shown) == shown
+    lapse(client)
     assert client.get("/api/v1/metrics", headers=bearer(second)).status_code == 401
