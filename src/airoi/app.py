@@ -89,7 +89,7 @@ from airoi.observability import (
 )
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
-from airoi.store import StoreGate, read_in_place, size_worker_threads
+from airoi.store import StoreGate, checks_out_itself, read_in_place, size_worker_threads
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 from airoi.tools.server import MCP_PATH
@@ -171,11 +171,12 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         cache: TokenCache | None = None if mcp else connection.app.state.token_cache
         principal = cache.get(token_hash) if cache is not None else None
         if principal is not None:
-            if keep:  # the handler's connection, as the lookup would have checked it out
-                if in_place:
-                    context.hold(engine)
-                else:
-                    await to_thread.run_sync(context.hold, engine)
+            # The handler's connection, as the lookup would have checked it out; a keyset
+            # page on a server checks it out in its own worker thread (one hop, not two).
+            if keep and in_place:
+                context.hold(engine)
+            elif keep and not checks_out_itself(connection.scope["route_handler"]):
+                await to_thread.run_sync(context.hold, engine)
         else:
             base = base_url(connection.scope, connection.app.state.settings) if mcp else None
             resource = resource_of(base) if base else None
