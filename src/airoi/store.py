@@ -120,12 +120,17 @@ def checks_out_itself(handler: Any) -> bool:
     return bool(getattr(getattr(handler, "fn", None), KEYSET_PAGE, False))
 
 
-class DeferredConnection:
+class DeferredConnection(Connection):
     """The connection of a keyset page whose token was taken from the token cache
     (airoi.auth.TokenCache), on a database server: checked out in the page's worker thread,
-    the same hop that reads the page, rather than in a hop of its own."""
+    the same hop that reads the page, rather than in a hop of its own.
+
+    A Connection to the framework, which checks a dependency's type, but none yet: it is not
+    made as one, and holds only its dialect and what checks the real one out (`keyset_page`
+    swaps it for that before the page reads)."""
 
     def __init__(self, hold: Callable[[], Connection], dialect: Dialect) -> None:
+        # Connection.__init__ would check one out here, on the event loop: not called.
         self.hold = hold
         self.dialect = dialect
 

@@ -332,9 +332,7 @@ def provide_db(request: Request[Principal, Any, State], principal: PrincipalDep)
     # out in its own worker thread (airoi.store.DeferredConnection).
     if checks_out_itself(request.route_handler):
         engine: Engine = request.app.state.engine
-        return cast(
-            Connection, DeferredConnection(functools.partial(context.hold, engine), engine.dialect)
-        )
+        return DeferredConnection(functools.partial(context.hold, engine), engine.dialect)
     # A checkout here would wait on the event loop (airoi.store).
     raise RuntimeError("the token lookup holds the connection of every /api/v1 request")
 
