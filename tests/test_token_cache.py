@@ -189,3 +189,22 @@ def test_a_good_token_is_remembered_and_a_bad_one_is_not(
     second = client.get(PATH, headers=bearer(issued.secret))
     remaining = int(first.headers["ratelimit-remaining"])
     assert int(second.headers["ratelimit-remaining"]) == remaining - 1
+
+
+def test_a_remembered_token_reads_a_page_through_one_connection(
+    client: Client, engine: Engine, owner: tuple[int, int], clock: Clock
+) -> None:
+    # A keyset page asked with a remembered token checks its connection out itself (in its
+    # worker thread on PostgreSQL): still one checkout, returned before the answer.
+    issued = issue_token(engine, owner[1])
+    pool = client.app.state.engine.pool
+    for path in ("/api/v1/cost_entries", "/api/v1/cost_entries", "/api/v1/initiatives"):
+        response = client.get(path, headers=bearer(issued.secret))
+        assert response.status_code == 200, path
+        assert response.json()["data"] == []
+        assert pool.checkedout() == 0
+    # SEMANTICS R31: a missing initiative is 404 on the page's own connection.
+    response = client.get("/api/v1/cost_entries?initiative_id=999", headers=bearer(issued.secret))
+    assert response.status_code == 404
+    assert pool.checkedout() == 0
+    assert len(client.app.state.token_cache) == 1
