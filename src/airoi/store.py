@@ -3,10 +3,13 @@
 Every wait on a database server (a pool checkout, a new connection, a statement and its
 rows) is made in a worker thread, so the event loop keeps answering what needs no database while a
 request waits or the database is away: `/healthz`, a refusal, a light page beside a heavy
-one. A request of /api/v1 on PostgreSQL makes two such hops: the token lookup (which checks
-out the request's connection) and its handler (which reads through it); on SQLite, a file
-on this machine that no server can leave waiting, the lookup (about 45 µs) is made on the
-loop, where a hop would cost several times as much, and the handler alone hops. The tools
+one. A request of /api/v1 on PostgreSQL whose token is looked up makes two such hops: the
+token lookup (which checks out the request's connection) and its handler (which reads
+through it); one whose token was good less than a second ago (airoi.auth.TokenCache) makes
+one, a keyset page checking its connection out in its own hop (`DeferredConnection`). On
+SQLite, a file on this machine that no server can leave waiting, the lookup (about 45 µs)
+is made on the loop, where a hop would cost several times as much, and the handler alone
+hops. The tools
 run in worker threads of the SDK's own making and check out a connection there.
 
 A request that will read the store first passes the `StoreGate`: at most as many requests
