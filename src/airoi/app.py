@@ -60,14 +60,7 @@ from airoi.api.common import (
     provide_today,
 )
 from airoi.apidocs import ApiDocsPage, api_index, docs_router
-from airoi.auth import (
-    TOKEN_CACHE_S,
-    Principal,
-    TokenCache,
-    authenticate,
-    authorization_of,
-    bearer_secret,
-)
+from airoi.auth import Principal, TokenCache, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
 from airoi.db.engine import make_engine
@@ -562,11 +555,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
                 "cursors": Cursors(settings.secret_key),
                 "rate_limiter": RateLimiter(settings.rate_limit, settings.redis_url),
                 "store_gate": StoreGate.of(engine),
-                # On a database server a remembered token saves a round trip a request; on a
-                # file it saves about 45 µs (bench/README.md), not worth a revocation's second.
-                "token_cache": TokenCache(
-                    ttl_s=0.0 if read_in_place(engine.dialect) else TOKEN_CACHE_S
-                ),
+                "token_cache": TokenCache(),
                 "metrics": metrics,
             }
         ),
