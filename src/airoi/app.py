@@ -60,7 +60,7 @@ from airoi.api.common import (
     provide_today,
 )
 from airoi.apidocs import ApiDocsPage, api_index, docs_router
-from airoi.auth import Principal, TokenCache, authenticate, authorization_of, bearer_secret
+from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
 from airoi.db.engine import make_engine
@@ -89,7 +89,7 @@ from airoi.observability import (
 )
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
-from airoi.store import StoreGate, checks_out_itself, read_in_place, size_worker_threads
+from airoi.store import StoreGate, read_in_place, size_worker_threads
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 from airoi.tools.protocol_errors import JsonRpcErrorBodies
@@ -157,8 +157,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         # SEMANTICS R29: no token, or no bearer one, is a 401 before the store is asked (with
         # the store away it would otherwise be a 503).
         authorization = authorization_of(connection.scope)
-        # Keyed by the token's hash, never the token (SEMANTICS R15): the cache and the limit.
-        token_hash = hash_token(bearer_secret(authorization))
+        secret = bearer_secret(authorization)
         context = held_context(connection.scope)  # type: ignore[arg-type]
         # A place at the store's gate until the answer starts, then the lookup in a worker
         # thread (airoi.store). The API's handlers read through the connection the token is
@@ -166,38 +165,25 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         # keep this one while it works.
         gate: StoreGate = connection.app.state.store_gate
         context.leave_gate = await gate.enter()
-        path = connection.scope["path"]
-        keep = path.startswith(f"{API_PREFIX}/")
+        keep = connection.scope["path"].startswith(f"{API_PREFIX}/")
         # /mcp also takes OAuth access tokens issued for it, bound to its resource identifier
-        # as this request reached it (airoi.oauth); it always asks the store.
-        mcp = path == MCP_PATH
-        in_place = read_in_place(engine.dialect)
-        # A token good less than a second ago is taken as it was (airoi.auth.TokenCache).
-        cache: TokenCache | None = None if mcp else connection.app.state.token_cache
-        principal = cache.get(token_hash) if cache is not None else None
-        if principal is not None:
-            # The handler's connection, as the lookup would have checked it out; a keyset
-            # page on a server checks it out in its own worker thread (one hop, not two).
-            if keep and in_place:
-                context.hold(engine)
-            elif keep and not checks_out_itself(connection.scope["route_handler"]):
-                await to_thread.run_sync(context.hold, engine)
+        # as this request reached it (airoi.oauth).
+        mcp = connection.scope["path"] == MCP_PATH
+        base = base_url(connection.scope, connection.app.state.settings) if mcp else None
+        resource = resource_of(base) if base else None
+        if read_in_place(engine.dialect):
+            # A file on this machine: the lookup (about 45 µs) never waits on a server, and a
+            # hop to a worker thread and back cost several times that (airoi.store).
+            principal = _look_up(context, engine, authorization, keep, mcp, resource)
         else:
-            base = base_url(connection.scope, connection.app.state.settings) if mcp else None
-            resource = resource_of(base) if base else None
-            if in_place:
-                # A file on this machine: the lookup (about 45 µs) never waits on a server,
-                # and a hop to a worker thread and back cost several times that (airoi.store).
-                principal = _look_up(context, engine, authorization, keep, mcp, resource, cache)
-            else:
-                principal = await to_thread.run_sync(
-                    _look_up, context, engine, authorization, keep, mcp, resource, cache
-                )
+            principal = await to_thread.run_sync(
+                _look_up, context, engine, authorization, keep, mcp, resource
+            )
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
         # Keyed by the token's hash, never the token (SEMANTICS R15).
         standing = await limiter.hit(
-            token_hash, where=context.route(), request_id=context.request_id
+            hash_token(secret), where=context.route(), request_id=context.request_id
         )
         context.response_headers.update(standing.headers())
         if not standing.allowed:
@@ -217,14 +203,13 @@ def _look_up(
     keep: bool,
     mcp: bool = False,
     resource: str | None = None,
-    cache: TokenCache | None = None,
 ) -> Principal:
     """In a worker thread: the token's principal, read on the request's connection, which is
     kept for the handler when `keep` (and returned otherwise)."""
     try:
         if mcp:
             return authenticate_mcp(context.hold(engine), authorization, resource)
-        return authenticate(context.hold(engine), authorization, cache=cache)
+        return authenticate(context.hold(engine), authorization)
     finally:
         if not keep:
             context.release()
@@ -555,7 +540,6 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
                 "cursors": Cursors(settings.secret_key),
                 "rate_limiter": RateLimiter(settings.rate_limit, settings.redis_url),
                 "store_gate": StoreGate.of(engine),
-                "token_cache": TokenCache(),
                 "metrics": metrics,
             }
         ),

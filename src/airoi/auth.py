@@ -6,9 +6,7 @@ The token is looked up by its hash, so the secret itself is never compared or st
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -73,85 +71,11 @@ _TOKEN_LOOKUP = Prepared(
 )
 
 
-# How long a token's principal, once looked up, is taken as it was (SEMANTICS R29): a
-# revocation, the removal of its user or a plan without API access takes effect within this
-# long; an expiry at once, since the cache keeps the token's `expires_at` and compares it on
-# every request.
-TOKEN_CACHE_S = 1.0
-# Tokens remembered at once, at most (only good ones are): past this, the lapsed are dropped,
-# and if none has lapsed, all of them.
-TOKEN_CACHE_ENTRIES = 10_000
-
-
-class TokenCache:
-    """The principals of good tokens looked up in the last `ttl_s` seconds, by token hash.
-
-    An entry is timed from the moment before its lookup was sent, so what the store said is
-    never taken for longer than `ttl_s` after it was asked. Only a token that was good is
-    remembered: a refused one is looked up again on every request, so a token just issued or
-    a bad one sent many times costs what it did. Entries are added from worker threads and
-    read on the event loop: a dict's single operations need no lock; the sweep takes one.
-    """
-
-    def __init__(
-        self,
-        ttl_s: float = TOKEN_CACHE_S,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        max_entries: int = TOKEN_CACHE_ENTRIES,
-    ) -> None:
-        self.ttl_s = ttl_s
-        self.clock = clock
-        self.max_entries = max_entries
-        self._entries: dict[str, tuple[Principal, datetime | None, float]] = {}
-        self._sweeping = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, token_hash: str) -> Principal | None:
-        """The token's principal if it was good when asked less than `ttl_s` ago and has not
-        expired since; else None (look it up)."""
-        entry = self._entries.get(token_hash)
-        if entry is None:
-            return None
-        principal, expires_at, asked_at = entry
-        if self.clock() - asked_at >= self.ttl_s or (
-            expires_at is not None and expires_at <= utc_now()
-        ):
-            self._entries.pop(token_hash, None)
-            return None
-        return principal
-
-    def put(
-        self, token_hash: str, principal: Principal, expires_at: datetime | None, asked_at: float
-    ) -> None:
-        if self.ttl_s <= 0:
-            return
-        if len(self._entries) >= self.max_entries:
-            with self._sweeping:
-                now = self.clock()
-                kept = {k: e for k, e in self._entries.items() if now - e[2] < self.ttl_s}
-                self._entries = kept if len(kept) < self.max_entries else {}
-        self._entries[token_hash] = (principal, expires_at, asked_at)
-
-    def clear(self) -> None:
-        self._entries = {}
-
-
 def authenticate(
-    conn: Connection,
-    authorization: str | None,
-    *,
-    now: datetime | None = None,
-    cache: TokenCache | None = None,
+    conn: Connection, authorization: str | None, *, now: datetime | None = None
 ) -> Principal:
-    """The principal of the request's token, read from the store (and remembered in `cache`,
-    when given, if the token is good)."""
     secret = bearer_secret(authorization)
-    token_hash = hash_token(secret)
-    asked_at = cache.clock() if cache is not None else 0.0
-    row = _TOKEN_LOOKUP.first(conn, {"token_hash": token_hash})
+    row = _TOKEN_LOOKUP.first(conn, {"token_hash": hash_token(secret)})
     if row is None:
         raise _unauthorized("The token is not valid.")
     expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row
@@ -163,15 +87,12 @@ def authenticate(
         raise _unauthorized("The token's holder can no longer open the account.")
     if not api_access:
         raise ApiError(403, "This account's plan does not include API access.")
-    principal = Principal(
+    return Principal(
         account_id=account_id,
         user_id=user_id,
         account_currency=currency,
         fiscal_year_start_month=fy_start,
     )
-    if cache is not None:
-        cache.put(token_hash, principal, expires_at, asked_at)
-    return principal
 
 
 # A hundred years: the longest expiry a token is issued with (a date past 9999 none can hold).

@@ -3,13 +3,10 @@
 Every wait on a database server (a pool checkout, a new connection, a statement and its
 rows) is made in a worker thread, so the event loop keeps answering what needs no database while a
 request waits or the database is away: `/healthz`, a refusal, a light page beside a heavy
-one. A request of /api/v1 on PostgreSQL whose token is looked up makes two such hops: the
-token lookup (which checks out the request's connection) and its handler (which reads
-through it); one whose token was good less than a second ago (airoi.auth.TokenCache) makes
-one, a keyset page checking its connection out in its own hop (`DeferredConnection`). On
-SQLite, a file on this machine that no server can leave waiting, the lookup (about 45 µs)
-is made on the loop, where a hop would cost several times as much, and the handler alone
-hops. The tools
+one. A request of /api/v1 on PostgreSQL makes two such hops: the token lookup (which checks
+out the request's connection) and its handler (which reads through it); on SQLite, a file
+on this machine that no server can leave waiting, the lookup (about 45 µs) is made on the
+loop, where a hop would cost several times as much, and the handler alone hops. The tools
 run in worker threads of the SDK's own making and check out a connection there.
 
 A request that will read the store first passes the `StoreGate`: at most as many requests
@@ -29,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from anyio import to_thread
-from sqlalchemy import Connection, Dialect, Engine
+from sqlalchemy import Dialect, Engine
 from sqlalchemy.pool import QueuePool
 
 from airoi.failures import database_unavailable
@@ -85,15 +82,11 @@ class StoreGate:
     async def enter(self) -> Callable[[], None]:
         """Wait for a place (503 after `wait_s`); returns what gives it back, once."""
         semaphore = self._semaphore()
-        if semaphore.locked():
-            try:
-                async with asyncio.timeout(self.wait_s):
-                    await semaphore.acquire()
-            except TimeoutError:
-                raise database_unavailable(BUSY_MESSAGE) from None
-        else:
-            # A place is free: taken at once, without arming a timer that would be cancelled.
-            await semaphore.acquire()
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await semaphore.acquire()
+        except TimeoutError:
+            raise database_unavailable(BUSY_MESSAGE) from None
         given_back = False
 
         def leave() -> None:
@@ -112,39 +105,12 @@ def size_worker_threads(app: Any) -> None:
     to_thread.current_default_thread_limiter().total_tokens = gate.capacity + 4
 
 
-# Set on a keyset page's handler: on a database server, its connection may be checked out in
-# the page's own worker thread (`DeferredConnection`).
-KEYSET_PAGE = "airoi_keyset_page"
-
-
-def checks_out_itself(handler: Any) -> bool:
-    """Whether a route handler is a keyset page (`keyset_page`), which checks out the request's
-    connection in its own worker thread when none is held yet."""
-    return bool(getattr(getattr(handler, "fn", None), KEYSET_PAGE, False))
-
-
-class DeferredConnection(Connection):
-    """The connection of a keyset page whose token was taken from the token cache
-    (airoi.auth.TokenCache), on a database server: checked out in the page's worker thread,
-    the same hop that reads the page, rather than in a hop of its own.
-
-    A Connection to the framework, which checks a dependency's type, but none yet: it is not
-    made as one, and holds only its dialect and what checks the real one out (`keyset_page`
-    swaps it for that before the page reads)."""
-
-    def __init__(self, hold: Callable[[], Connection], dialect: Dialect) -> None:
-        # Connection.__init__ would check one out here, on the event loop: not called.
-        self.hold = hold
-        self.dialect = dialect
-
-
 def keyset_page(handler: Callable[P, T]) -> Callable[P, Awaitable[T]]:
     """A list page read along its index (`airoi.listing`), at most 500 rows: on SQLite run
     where it is asked, on the event loop (a local file, 1 to 5 ms, where the hop to a worker
     thread and back cost the limit-100 page a quarter of its rate); on a database server in
-    a worker thread, since a server can leave it waiting, which checks out the request's
-    connection first when none is held yet (`DeferredConnection`). Handlers that compute over
-    the account (`/roi`, `/budgets`, `/initiatives`) always run in a worker thread
+    a worker thread, since a server can leave it waiting. Handlers that compute over the
+    account (`/roi`, `/budgets`, `/initiatives`) always run in a worker thread
     (`sync_to_thread=True`): hundreds of milliseconds on a large account."""
 
     @functools.wraps(handler)
@@ -152,24 +118,9 @@ def keyset_page(handler: Callable[P, T]) -> Callable[P, Awaitable[T]]:
         db: Any = kwargs["db"]
         if read_in_place(db.dialect):
             return handler(*args, **kwargs)
+        return await to_thread.run_sync(functools.partial(handler, *args, **kwargs))
 
-        def in_thread() -> T:
-            if isinstance(db, DeferredConnection):
-                kwargs["db"] = db.hold()
-            return handler(*args, **kwargs)
-
-        return await to_thread.run_sync(in_thread)
-
-    setattr(run, KEYSET_PAGE, True)
     return run
 
 
-__all__ = [
-    "BUSY_MESSAGE",
-    "DeferredConnection",
-    "StoreGate",
-    "checks_out_itself",
-    "keyset_page",
-    "pool_capacity",
-    "size_worker_threads",
-]
+__all__ = ["BUSY_MESSAGE", "StoreGate", "keyset_page", "pool_capacity", "size_worker_threads"]

@@ -1,6 +1,5 @@
 """What every endpoint module shares: shared Structs, parameter types, responses, filters."""
 
-import functools
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -21,7 +20,7 @@ from litestar.openapi.spec import (
 from litestar.params import KwargDefinition, Parameter
 from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
-from sqlalchemy import ColumnElement, Connection, Engine, Table, bindparam, exists, select
+from sqlalchemy import ColumnElement, Connection, Table, bindparam, exists, select
 
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
@@ -29,7 +28,6 @@ from airoi.errors import ErrorBody, bad_parameter, not_found
 from airoi.listing import DEFAULT_LIMIT, MAX_ID, MAX_LIMIT, Cursors, changed_since
 from airoi.observability import held_context
 from airoi.rows import Row, Shape
-from airoi.store import DeferredConnection, checks_out_itself
 from airoi.timeutil import format_datetime
 
 if TYPE_CHECKING:
@@ -324,17 +322,10 @@ def provide_db(request: Request[Principal, Any, State], principal: PrincipalDep)
     # dependencies are resolved side by side, in a task group (see
     # tests/test_request_connection.py).
     del principal
-    context = held_context(request.scope)  # type: ignore[arg-type]
-    connection = context.connection
-    if connection is not None:
-        return connection
-    # A token taken from the cache, on a database server: a keyset page checks the connection
-    # out in its own worker thread (airoi.store.DeferredConnection).
-    if checks_out_itself(request.route_handler):
-        engine: Engine = request.app.state.engine
-        return DeferredConnection(functools.partial(context.hold, engine), engine.dialect)
-    # A checkout here would wait on the event loop (airoi.store).
-    raise RuntimeError("the token lookup holds the connection of every /api/v1 request")
+    connection = held_context(request.scope).connection  # type: ignore[arg-type]
+    if connection is None:  # a checkout here would wait on the event loop (airoi.store)
+        raise RuntimeError("the token lookup holds the connection of every /api/v1 request")
+    return connection
 
 
 def require_initiative(db: Connection, account_id: int, initiative_id: int) -> None:
