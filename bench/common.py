@@ -152,10 +152,13 @@ def timed(call: Callable[[], Any], repeats: int) -> dict[str, float]:
 
 
 def timed_interleaved(
-    calls: dict[str, Callable[[], Any]], repeats: int
+    calls: dict[str, Callable[[], Any]],
+    repeats: int,
+    summarize: Callable[[list[float]], dict[str, float]] = summary,
 ) -> dict[str, dict[str, float]]:
     """Each call once per round, the order rotated every round, after a warm-up: a drift in
-    the machine's speed falls on every call alike, so their ratio is the calls' own."""
+    the machine's speed falls on every call alike, so their ratio is the calls' own. Each
+    call's milliseconds are summed up by `summarize` (median and p99 unless given)."""
     names = list(calls)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for i in range(repeats + WARM_UP):
@@ -165,7 +168,7 @@ def timed_interleaved(
             calls[name]()
             if i >= WARM_UP:
                 samples[name].append((time.perf_counter() - started) * 1000)
-    return {name: summary(values) for name, values in samples.items()}
+    return {name: summarize(values) for name, values in samples.items()}
 
 
 def ok(response: httpx.Response) -> httpx.Response:

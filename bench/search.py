@@ -40,7 +40,7 @@ from airoi.db import search_index, tables
 from airoi.db.engine import make_engine
 from airoi.tools import search as new_search
 from airoi.tools.service import Pages
-from bench.common import WARM_UP, load, scratch_databases
+from bench.common import WARM_UP, load, scratch_databases, timed_interleaved
 from bench.make_bundle import BENCH_TOKEN
 from bench.tools import search_title, write_search_bundle
 
@@ -87,20 +87,8 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(int(len(ordered) * fraction), len(ordered) - 1)]
 
 
-def interleaved(calls: dict[str, Any], repeats: int) -> dict[str, dict[str, float]]:
-    names = list(calls)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    for i in range(repeats + WARM_UP):
-        shift = i % len(names)
-        for name in names[shift:] + names[:shift]:
-            started = time.perf_counter()
-            calls[name]()
-            if i >= WARM_UP:
-                samples[name].append((time.perf_counter() - started) * 1000)
-    return {
-        name: {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95)}
-        for name, values in samples.items()
-    }
+def p50_p95(samples: list[float]) -> dict[str, float]:
+    return {"p50": percentile(samples, 0.5), "p95": percentile(samples, 0.95)}
 
 
 def measure(url: str, initiatives: int, repeats: int, before: ModuleType) -> None:
@@ -132,12 +120,13 @@ def measure(url: str, initiatives: int, repeats: int, before: ModuleType) -> Non
     )
     for label, query in queries(initiatives):
         old, new = call(before, query), call(new_search, query)
-        figures = interleaved(
+        figures = timed_interleaved(
             {
                 "before": lambda q=query: call(before, q),
                 "after": lambda q=query: call(new_search, q),
             },
             repeats,
+            p50_p95,
         )
         b, a = figures["before"], figures["after"]
         found = f"{len(old.results)}{'+' if old.has_more else ''}/"
