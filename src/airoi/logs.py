@@ -133,6 +133,13 @@ def configure_logging(log_format: str, level: str) -> None:
     # Python's warnings (a deprecation in a library, say) as records of the `py.warnings`
     # logger, not bare lines on stderr.
     logging.captureWarnings(True)
+    # Neither format writes the thread, the process, its name or where the call was made: each
+    # record would otherwise look them up, walking the caller's frames for the last, as it is
+    # made, and the access line is made for every request (the logging HOWTO's "Optimization").
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    logging._srcfile = None
 
 
 __all__ = [

@@ -82,11 +82,15 @@ class StoreGate:
     async def enter(self) -> Callable[[], None]:
         """Wait for a place (503 after `wait_s`); returns what gives it back, once."""
         semaphore = self._semaphore()
-        try:
-            async with asyncio.timeout(self.wait_s):
-                await semaphore.acquire()
-        except TimeoutError:
-            raise database_unavailable(BUSY_MESSAGE) from None
+        if semaphore.locked():
+            try:
+                async with asyncio.timeout(self.wait_s):
+                    await semaphore.acquire()
+            except TimeoutError:
+                raise database_unavailable(BUSY_MESSAGE) from None
+        else:
+            # A place is free: taken at once, without arming a timer that would be cancelled.
+            await semaphore.acquire()
         given_back = False
 
         def leave() -> None:
