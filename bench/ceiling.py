@@ -117,8 +117,11 @@ WALK_BLOCK = 40  # pages a walk goes on before the other's turn
 SERVER_CORE, CLIENT_CORE = 0, 1
 TARGETS = {
     "page_over_ceiling": 0.8,
+    # The limit-100 page over the framework bound, the limit-500 page over its ceiling.
+    "page_over_framework_bound": 0.85,
+    "page_500_over_ceiling": 0.95,
     "deep_over_first": 1.1,
-    "walk_over_ceiling": 0.7,
+    "walk_over_ceiling": 0.85,
     "over_datasette": 5.0,
     "peak_rss_mb": 200.0,
 }
@@ -948,10 +951,12 @@ def report(f: dict[str, Any]) -> list[str]:
             ratios = round_ratios(f, f"service_{key}", f"ceiling_{key}")
             ratio = f[f"ratio_{key}"] = statistics.median(ratios)
             f[f"ratio_range_{key}"] = (min(ratios), max(ratios))
+            # A 500-row page is mostly the page: held to its ceiling more closely.
+            target = TARGETS["page_500_over_ceiling" if limit == 500 else "page_over_ceiling"]
             lines.append(
                 f"{key:10} {ceiling['per_s']:10,.0f} {ceiling['p50_ms']:7.2f} | "
                 f"{service['rps']:10,.0f} {service['p50_ms']:7.2f} {service['p99_ms']:7.2f} | "
-                f"{ratio:7.2f}x  {verdict(ratio, TARGETS['page_over_ceiling'], True)}  "
+                f"{ratio:7.2f}x  {verdict(ratio, target, True)}  "
                 f"{min(ratios):.2f}-{max(ratios):.2f}"
             )
     for limit in LIMITS:
@@ -976,11 +981,24 @@ def report(f: dict[str, Any]) -> list[str]:
         framework = f[f"framework_{limit}"]["rps"]
         framework_bound = 1 / (1 / ceiling + 1 / framework)
         f[f"framework_bound_over_ceiling_{limit}"] = framework_bound / ceiling
+        # The service over that bound, round by round (each round's three rates measured
+        # side by side), the median of the rounds' ratios.
+        rounds = zip(
+            f[f"service_first_{limit}"]["rounds_rps"],
+            f[f"ceiling_first_{limit}"]["rounds_rps"],
+            f[f"framework_{limit}"]["rounds_rps"],
+            strict=True,
+        )
+        over_bound = [svc * (1 / ceil + 1 / fw) for svc, ceil, fw in rounds]
+        ratio = f[f"service_over_framework_bound_{limit}"] = statistics.median(over_bound)
+        target = TARGETS["page_over_framework_bound"] if limit == 100 else None
         lines.append(
             f"framework floor, limit {limit}: one bare Litestar route on the same server "
             f"sending the same body: {framework:,.0f} req/s ({1e6 / framework - 1e6 / floor:,.0f}"
             f" µs a request more than bare ASGI); ceiling + framework = "
-            f"{framework_bound:,.0f} pages/s ({framework_bound / ceiling:.2f}x the ceiling)"
+            f"{framework_bound:,.0f} pages/s ({framework_bound / ceiling:.2f}x the ceiling); "
+            f"the service is {ratio:.2f}x of that ({min(over_bound):.2f}-{max(over_bound):.2f})"
+            + (f"  {verdict(ratio, target, True)}" if target else "")
         )
         if f"unframed_{limit}" not in f:
             continue
