@@ -229,7 +229,8 @@ def served_methods_first(app: ASGIApp) -> ASGIApp:
             if served is not None and scope["method"] not in served:
                 allowed = ", ".join(served)
                 said = " and ".join(served)  # "GET and POST", as one would say it
-                raise ApiError(405, f"Only {said} is served here.", headers={"Allow": allowed})
+                verb = "is" if len(served) == 1 else "are"
+                raise ApiError(405, f"Only {said} {verb} served here.", headers={"Allow": allowed})
         await app(scope, receive, send)
 
     return middleware
