@@ -108,7 +108,7 @@ def on_return(monkeypatch: pytest.MonkeyPatch, module: Any, admin: Engine | None
 
 def on_checkout(engine: Engine, admin: Engine, nth: int) -> Callable[[], None]:
     """Terminate the backend of the `nth` connection checked out from now on (1 is the next),
-    once the pool has handed it over (after its pre-ping). Returns the undo."""
+    once the pool has handed it over (after its own look at the connection). Returns the undo."""
     seen: list[int] = []
 
     def checkout(driver_connection: Any, *_: Any) -> None:
@@ -202,7 +202,7 @@ def test_a_connection_lost_after_the_page_was_read_leaves_the_answer(
         ]
     else:
         # PostgreSQL: the serving connection is in autocommit, so going back to the pool asks
-        # nothing of the server and cannot fail; the next checkout's ping finds it dead.
+        # nothing of the server and cannot fail; the next checkout finds it dead.
         assert discarded == []
     # The dead connection was dropped: the next requests read through a new one.
     for _ in range(3):
@@ -307,3 +307,75 @@ def test_a_statement_cut_under_a_tool_is_an_http_503(
         assert not answered.get("isError")
     finally:
         server.stop()
+
+
+def last_statement(admin: Engine, pid: int) -> str:
+    """What backend `pid` last ran, as the server itself records it."""
+    with admin.connect() as conn:
+        query = text("SELECT query FROM pg_stat_activity WHERE pid = :pid")
+        return str(conn.execute(query, {"pid": pid}).scalar_one())
+
+
+@ON_POSTGRESQL[0]
+@ON_POSTGRESQL[1]
+def test_a_healthy_pooled_connection_is_reused_without_a_round_trip(
+    db_url: str, admin: Engine
+) -> None:
+    engine = make_engine(db_url, read_only=True, statement_timeout_ms=5000)  # as served
+    try:
+        marker = "SELECT pg_backend_pid() AS pooled_connection_marker"
+        with engine.connect() as conn:
+            pid = conn.execute(text(marker)).scalar_one()
+        with engine.connect() as conn:
+            assert conn.connection.driver_connection.info.backend_pid == pid
+            # A ping at checkout would be the backend's last statement now.
+            assert last_statement(admin, pid) == marker
+            assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() == pid
+    finally:
+        engine.dispose()
+
+
+@ON_POSTGRESQL[0]
+@ON_POSTGRESQL[1]
+def test_a_pooled_connection_whose_backend_was_terminated_is_never_handed_out(
+    db_url: str, admin: Engine
+) -> None:
+    engine = make_engine(db_url, read_only=True, statement_timeout_ms=5000)  # as served
+    try:
+        with engine.connect() as conn:
+            pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        terminate_backend(admin, pid)  # while the connection rests in the pool
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() != pid
+        assert engine.pool.checkedin() == 1  # the dead one dropped, not kept beside
+    finally:
+        engine.dispose()
+
+
+@ON_POSTGRESQL[0]
+@ON_POSTGRESQL[1]
+def test_requests_after_the_pooled_backends_were_terminated_are_answered(
+    server: RunningServer, world: World, admin: Engine, logged: list[str]
+) -> None:
+    pooled: set[int] = set()
+
+    def checkin(driver_connection: Any, _record: Any) -> None:
+        if driver_connection is not None:
+            pooled.add(driver_connection.info.backend_pid)
+
+    engine = server.app.state.engine
+    event.listen(engine, "checkin", checkin)
+    url = f"{server.base_url}/api/v1/initiatives"
+    expected = httpx.get(url, headers=bearer(world.token_a), timeout=30)
+    assert expected.status_code == 200
+    assert pooled and engine.pool.checkedout() == 0
+    terminated = set(pooled)
+    for pid in terminated:
+        terminate_backend(admin, pid)
+    pooled.clear()
+    for _ in range(3):
+        response = httpx.get(url, headers=bearer(world.token_a), timeout=30)
+        assert response.status_code == 200, response.text
+        assert response.json() == expected.json()
+    assert pooled and not pooled & terminated
+    assert not [m for m in logged if m.startswith("database unavailable")]
