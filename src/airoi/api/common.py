@@ -294,8 +294,10 @@ class Reading:
 
     One dependency, not one each for the principal, the connection, the cursors and today:
     the framework's work per dependency resolved (not the providers') cost the limit-100 page
-    about 5% of its time. A slotted class rather than a dataclass: made once a request, and
-    passed through the handler's signature model as it is."""
+    about 5% of its time. Nor is there a second to resolve beside it: independent dependencies
+    are resolved side by side in a task group, where a request would wait on the loop holding
+    its connection (tests/test_request_connection.py). A slotted class, not a dataclass: made
+    once a request, and passed through the handler's signature model as it is."""
 
     __slots__ = ("_settings", "cursors", "db", "principal")
 
@@ -310,7 +312,7 @@ class Reading:
     @property
     def today(self) -> date:
         """SEMANTICS R1: the UTC date, unless AIROI_TODAY fixes it; read when asked (a list
-        page never asks), so each request reads its own."""
+        page never asks), so each request reads its own. A handler asks once."""
         return self._settings.current_date()
 
 
@@ -318,8 +320,8 @@ ReadingDep = NamedDependency[Reading]
 
 
 def provide_reading(request: Request[Principal, Any, State]) -> Reading:
-    """The request's `Reading`. It names only the request (a reserved kwarg), so the framework
-    gives it that and nothing it must parse.
+    """The request's `Reading`. It names only the request (a reserved kwarg): the framework
+    has no parameter or other dependency to find for it.
 
     The connection is the one the token was looked up on, in a worker thread (one pool
     checkout per request; the outermost layer returns it: see
