@@ -134,3 +134,23 @@ def test_requests_at_once_never_wait_holding_the_pool(db_url: str, engine: Any) 
             assert time.perf_counter() - started < 1.5, path
     finally:
         small.dispose()
+
+
+def test_api_handlers_are_given_one_dependency(db_url: str) -> None:
+    # Two or more dependencies with no order between them are resolved side by side, in a
+    # task group: a request would wait on the loop holding its connection. What a handler
+    # reads with comes as one object (airoi.api.common.Reading), and each handler names it.
+    app = create_app(Settings(database_url=db_url))
+    try:
+        reading = [
+            handler
+            for route in app.routes
+            for handler in getattr(route, "route_handlers", ())
+            if "GET" in handler.http_methods and handler.resolve_dependencies()
+        ]
+        assert {handler.handler_name for handler in reading} >= {"list_cost_entries", "get_roi"}
+        for handler in reading:
+            assert set(handler.resolve_dependencies()) == {"reading"}, handler.handler_name
+            assert "reading" in handler.parsed_fn_signature.parameters, handler.handler_name
+    finally:
+        app.state.engine.dispose()

@@ -54,10 +54,7 @@ from airoi.api.common import (
     ApiOperation,
     Int64SchemaPlugin,
     documented_headers,
-    provide_cursors,
-    provide_db,
-    provide_principal,
-    provide_today,
+    provide_reading,
 )
 from airoi.apidocs import ApiDocsPage, api_index, docs_router
 from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
@@ -477,12 +474,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         route_handlers=ROUTE_HANDLERS,
         security=[{"bearerAuth": []}],
         response_headers=SUCCESS_HEADERS,
-        dependencies={
-            "principal": Provide(provide_principal, sync_to_thread=False),
-            "db": Provide(provide_db, sync_to_thread=False),
-            "today": Provide(provide_today, sync_to_thread=False),
-            "cursors": Provide(provide_cursors, sync_to_thread=False),
-        },
+        # One dependency for what every handler reads with (airoi.api.common.Reading).
+        dependencies={"reading": Provide(provide_reading, sync_to_thread=False)},
     )
     openapi = OpenAPIConfig(
         title="airoi",

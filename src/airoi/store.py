@@ -119,8 +119,8 @@ def keyset_page(handler: Callable[P, T]) -> Callable[P, Awaitable[T]]:
 
     @functools.wraps(handler)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        db: Any = kwargs["db"]
-        if read_in_place(db.dialect):
+        reading: Any = kwargs["reading"]  # the handler's airoi.api.common.Reading
+        if read_in_place(reading.db.dialect):
             return handler(*args, **kwargs)
         return await to_thread.run_sync(functools.partial(handler, *args, **kwargs))
 

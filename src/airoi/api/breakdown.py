@@ -18,13 +18,10 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
     Cents,
-    CursorsDep,
-    DbDep,
     Id,
     InitiativeFilter,
     Limit,
-    PrincipalDep,
-    Today,
+    ReadingDep,
     note,
 )
 from airoi.api.roi import RoiPeriod, RoiScope, RoiSums, roi_period, roi_scope, roi_sums
@@ -287,10 +284,7 @@ def _after(codec: CursorCodec, by: str, account_id: int, cursor: str) -> Key:
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_roi_breakdown(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
-    today: Today,
+    reading: ReadingDep,
     by: Annotated[
         By,
         Parameter(
@@ -312,13 +306,13 @@ def get_roi_breakdown(
     ] = None,
 ) -> RoiBreakdown:
     return breakdown_page(
-        db,
-        principal,
-        cursors.codec(db),
+        reading.db,
+        reading.principal,
+        reading.cursors.codec(reading.db),
         by=by,
         window=window,
         initiative_id=initiative_id,
-        today=today,
+        today=reading.today,
         limit=limit,
         cursor=cursor,
     )

@@ -24,16 +24,13 @@ from airoi.api.common import (
     ApiOperation,
     Cents,
     Cursor,
-    CursorsDep,
-    DbDep,
     Id,
     IncludeSample,
     InitiativeFilter,
     Int64,
     Limit,
     Person,
-    PrincipalDep,
-    Today,
+    ReadingDep,
     note,
     person,
 )
@@ -335,10 +332,7 @@ BUDGET_INITIATIVES = ListQuery(
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_budgets(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
-    today: Today,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     initiative_id: InitiativeFilter = None,
@@ -348,9 +342,9 @@ def list_budgets(
     ] = False,
 ) -> BudgetList:
     page = BUDGET_INITIATIVES.page(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         build=lambda r: r,
@@ -359,7 +353,7 @@ def list_budgets(
         # but one that initiative_id names is selected, as on /roi (SEMANTICS R31, R7).
         without_samples=None if include_sample or initiative_id is not None else True,
     )
-    rows = compute_budget_rows(db, principal, page.rows, today)
+    rows = compute_budget_rows(reading.db, reading.principal, page.rows, reading.today)
     if budgeted:
         rows = [row for row in rows if row.budgeted]
     return BudgetList(data=rows, page=page.budget_info)

@@ -15,8 +15,6 @@ from airoi.api.common import (
     Cents,
     CreatedAt,
     Cursor,
-    CursorsDep,
-    DbDep,
     EntryAmount,
     EntryCurrency,
     Id,
@@ -24,7 +22,7 @@ from airoi.api.common import (
     Limit,
     PeriodFrom,
     PeriodTo,
-    PrincipalDep,
+    ReadingDep,
     Source,
     UpdatedAt,
     UpdatedSince,
@@ -131,9 +129,7 @@ COST_ENTRIES = ShapedList(
 )
 @keyset_page
 def list_cost_entries(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -142,9 +138,9 @@ def list_cost_entries(
     period_to: PeriodTo = None,
 ) -> CostEntryList:
     page = COST_ENTRIES.rows(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),

@@ -15,14 +15,12 @@ from airoi.api.common import (
     Cents,
     CreatedAt,
     Cursor,
-    CursorsDep,
     DateTimeText,
-    DbDep,
     Id,
     InitiativeFilter,
     Limit,
     Person,
-    PrincipalDep,
+    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     entry_filters,
@@ -147,9 +145,7 @@ DECISIONS = ListQuery(
 )
 @keyset_page
 def list_decisions(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -159,9 +155,9 @@ def list_decisions(
     ] = None,
 ) -> DecisionList:
     page = DECISIONS.page(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         build=build_decision,

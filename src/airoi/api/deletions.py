@@ -19,11 +19,9 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
     Cursor,
-    CursorsDep,
-    DbDep,
     Id,
     Limit,
-    PrincipalDep,
+    ReadingDep,
     UpdatedSince,
     note,
     timestamp,
@@ -79,9 +77,7 @@ DELETIONS = ShapedList(
 )
 @keyset_page
 def list_deletions(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -90,9 +86,9 @@ def list_deletions(
     ] = None,
 ) -> DeletionList:
     page = DELETIONS.rows(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),

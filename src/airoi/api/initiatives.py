@@ -13,15 +13,13 @@ from airoi.api.common import (
     Cents,
     CreatedAt,
     Cursor,
-    CursorsDep,
     DateTimeText,
-    DbDep,
     Id,
     IncludeSample,
     Int64,
     Limit,
     Person,
-    PrincipalDep,
+    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     note,
@@ -148,18 +146,16 @@ INITIATIVES = ListQuery(
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_initiatives(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
     include_sample: IncludeSample = False,
 ) -> InitiativeList:
     page = INITIATIVES.page(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         build=build_initiative,
@@ -196,8 +192,7 @@ def parse_id(value: str) -> int:
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_initiative(
-    principal: PrincipalDep,
-    db: DbDep,
+    reading: ReadingDep,
     # Described as the integer it is (SPEC 4.A.5); routed as text, see `parse_id`.
     id: Annotated[
         str,
@@ -207,10 +202,10 @@ def get_initiative(
         ),
     ],
 ) -> Initiative:
-    row = db.execute(
+    row = reading.db.execute(
         initiative_query().where(
             initiatives.c.id == parse_id(id),
-            initiatives.c.account_id == principal.account_id,
+            initiatives.c.account_id == reading.principal.account_id,
         )
     ).first()
     if row is None:

@@ -12,13 +12,11 @@ from airoi.api.common import (
     ApiOperation,
     CreatedAt,
     Cursor,
-    CursorsDep,
     DateTimeText,
-    DbDep,
     Id,
     Limit,
     Person,
-    PrincipalDep,
+    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     note,
@@ -144,9 +142,7 @@ INTEGRATIONS = ListQuery(
 )
 @keyset_page
 def list_integrations(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -158,9 +154,9 @@ def list_integrations(
     ] = None,
 ) -> IntegrationList:
     page = INTEGRATIONS.page(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         build=build_integration,

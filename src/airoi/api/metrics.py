@@ -11,11 +11,9 @@ from airoi.api.common import (
     ApiOperation,
     CreatedAt,
     Cursor,
-    CursorsDep,
-    DbDep,
     Id,
     Limit,
-    PrincipalDep,
+    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     note,
@@ -80,17 +78,15 @@ METRICS = ListQuery(
 )
 @keyset_page
 def list_metrics(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
 ) -> MetricList:
     page = METRICS.page(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         build=build_metric,

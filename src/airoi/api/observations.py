@@ -14,14 +14,12 @@ from airoi.api.common import (
     ApiOperation,
     CreatedAt,
     Cursor,
-    CursorsDep,
     DateTimeText,
-    DbDep,
     Id,
     InitiativeFilter,
     Int64,
     Limit,
-    PrincipalDep,
+    ReadingDep,
     Source,
     UpdatedAt,
     UpdatedSince,
@@ -102,9 +100,7 @@ OBSERVATIONS = ShapedList(
 )
 @keyset_page
 def list_observations(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -117,9 +113,9 @@ def list_observations(
     ] = None,
 ) -> ObservationList:
     page = OBSERVATIONS.rows(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),

@@ -18,11 +18,9 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
     Cents,
-    DbDep,
     Id,
     InitiativeFilter,
-    PrincipalDep,
-    Today,
+    ReadingDep,
     note,
 )
 from airoi.auth import Principal
@@ -218,16 +216,20 @@ def compute_roi(
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_roi(
-    principal: PrincipalDep,
-    db: DbDep,
-    today: Today,
+    reading: ReadingDep,
     window: Annotated[
         Window,
         Parameter(description="1yr, 3yr, 5yr or all (default). Anything else is refused."),
     ] = "all",
     initiative_id: InitiativeFilter = None,
 ) -> RoiSummary:
-    result = compute_roi(db, principal, window=window, initiative_id=initiative_id, today=today)
+    result = compute_roi(
+        reading.db,
+        reading.principal,
+        window=window,
+        initiative_id=initiative_id,
+        today=reading.today,
+    )
     f = result.figures
     return RoiSummary(
         scope=result.scope,

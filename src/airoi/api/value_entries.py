@@ -17,9 +17,7 @@ from airoi.api.common import (
     Cents,
     CreatedAt,
     Cursor,
-    CursorsDep,
     DateTimeText,
-    DbDep,
     EntryAmount,
     EntryCurrency,
     Id,
@@ -28,7 +26,7 @@ from airoi.api.common import (
     Limit,
     PeriodFrom,
     PeriodTo,
-    PrincipalDep,
+    ReadingDep,
     Source,
     UpdatedAt,
     UpdatedSince,
@@ -139,9 +137,7 @@ VALUE_ENTRIES = ShapedList(
 )
 @keyset_page
 def list_value_entries(
-    principal: PrincipalDep,
-    db: DbDep,
-    cursors: CursorsDep,
+    reading: ReadingDep,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -153,9 +149,9 @@ def list_value_entries(
     ] = None,
 ) -> ValueEntryList:
     page = VALUE_ENTRIES.rows(
-        db,
-        principal.account_id,
-        cursors=cursors,
+        reading.db,
+        reading.principal.account_id,
+        cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
         updated_since=parse_updated_since(updated_since),
