@@ -177,3 +177,31 @@ def test_revision_0008_adds_the_oauth_tables_and_downgrade_drops_them(engine: En
     finally:
         upgrade(engine)
     assert held() == oauth
+
+
+def test_revision_0009_notifies_changes_to_tokens_on_postgresql(engine: Engine) -> None:
+    # airoi.token_cache listens for these: a statement on tokens, users or accounts notifies.
+    from airoi.db.migrate import alembic_config, upgrade
+
+    def triggered() -> set[str]:
+        if engine.dialect.name != "postgresql":
+            return set()
+        with engine.connect() as conn:
+            # tgtype's bits: 4 INSERT, 8 DELETE, 16 UPDATE, 32 TRUNCATE; 1 (row level) unset.
+            return set(
+                conn.execute(
+                    text(
+                        "SELECT tgrelid::regclass::text || ' ' || (tgtype & 61)::text "
+                        "FROM pg_trigger WHERE tgname = 'airoi_principals_changed'"
+                    )
+                ).scalars()
+            )
+
+    expected = {f"{table} 60" for table in ("tokens", "users", "accounts")}
+    assert triggered() == (expected if engine.dialect.name == "postgresql" else set())
+    try:
+        command.downgrade(alembic_config(engine), "0008")
+        assert triggered() == set()
+    finally:
+        upgrade(engine)
+    assert triggered() == (expected if engine.dialect.name == "postgresql" else set())

@@ -87,6 +87,7 @@ from airoi.observability import (
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
 from airoi.store import StoreGate, read_in_place, size_worker_threads
+from airoi.token_cache import TokenCache
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 from airoi.tools.protocol_errors import JsonRpcErrorBodies
@@ -168,13 +169,16 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         mcp = connection.scope["path"] == MCP_PATH
         base = base_url(connection.scope, connection.app.state.settings) if mcp else None
         resource = resource_of(base) if base else None
+        # The API's tokens' rows are kept while the store has not changed (airoi.token_cache);
+        # /mcp asks the store every time.
+        cache: TokenCache | None = connection.app.state.token_cache if keep and not mcp else None
         if read_in_place(engine.dialect):
             # A file on this machine: the lookup (about 45 µs) never waits on a server, and a
             # hop to a worker thread and back cost several times that (airoi.store).
-            principal = _look_up(context, engine, authorization, keep, mcp, resource)
+            principal = _look_up(context, engine, authorization, keep, mcp, resource, cache)
         else:
             principal = await to_thread.run_sync(
-                _look_up, context, engine, authorization, keep, mcp, resource
+                _look_up, context, engine, authorization, keep, mcp, resource, cache
             )
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
@@ -200,13 +204,15 @@ def _look_up(
     keep: bool,
     mcp: bool = False,
     resource: str | None = None,
+    cache: TokenCache | None = None,
 ) -> Principal:
-    """In a worker thread: the token's principal, read on the request's connection, which is
-    kept for the handler when `keep` (and returned otherwise)."""
+    """In a worker thread: the token's principal, read on the request's connection (or kept
+    by `cache`), which is checked out either way and kept for the handler when `keep` (and
+    returned otherwise)."""
     try:
         if mcp:
             return authenticate_mcp(context.hold(engine), authorization, resource)
-        return authenticate(context.hold(engine), authorization)
+        return authenticate(context.hold(engine), authorization, cache=cache)
     finally:
         if not keep:
             context.release()
@@ -504,6 +510,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     mcp = mcp_endpoint(engine, settings)
     oauth = OAuthRoutes(engine, settings)  # OAuth 2.1 for /mcp (airoi.oauth)
     metrics = Metrics.from_env()
+    token_cache = TokenCache.of(engine)
     app = Litestar(
         route_handlers=[
             api,
@@ -517,8 +524,10 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
             *DASHBOARD_ROUTES,
         ],
         lifespan=[mcp.lifespan],
-        on_startup=[size_worker_threads],
-        on_shutdown=[oauth.close],
+        # The cache's listener (PostgreSQL) connects in a thread of its own: start-up does not
+        # wait on it, and the cache is not used until it listens.
+        on_startup=[size_worker_threads, token_cache.start],
+        on_shutdown=[oauth.close, token_cache.stop],
         middleware=[
             served_methods_first,  # outermost: 405 before 401 (SEMANTICS R30)
             DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),
@@ -534,6 +543,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
                 "cursors": Cursors(settings.secret_key),
                 "rate_limiter": RateLimiter(settings.rate_limit, settings.redis_url),
                 "store_gate": StoreGate.of(engine),
+                "token_cache": token_cache,
                 "metrics": metrics,
             }
         ),

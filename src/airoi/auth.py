@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
@@ -18,6 +18,9 @@ from airoi.db.tables import accounts, tokens, users
 from airoi.errors import ApiError
 from airoi.timeutil import utc_now
 from airoi.tokens import ISSUING_ROLES, PREFIX_LENGTH, hash_token, new_token, shown_prefix
+
+if TYPE_CHECKING:
+    from airoi.token_cache import TokenCache
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,23 @@ _TOKEN_LOOKUP = Prepared(
 )
 
 
+def _token_row(conn: Connection, token_hash: str) -> tuple[Any, ...] | None:
+    return _TOKEN_LOOKUP.first(conn, {"token_hash": token_hash})
+
+
 def authenticate(
-    conn: Connection, authorization: str | None, *, now: datetime | None = None
+    conn: Connection,
+    authorization: str | None,
+    *,
+    now: datetime | None = None,
+    cache: TokenCache | None = None,
 ) -> Principal:
+    """The request's principal, decided from its token's row: read on `conn`, or kept by
+    `cache` (airoi.token_cache) while the store has not changed. Either way the expiry is
+    compared with now, and 401 or 403 decided, here on every request."""
     secret = bearer_secret(authorization)
-    row = _TOKEN_LOOKUP.first(conn, {"token_hash": hash_token(secret)})
+    token_hash = hash_token(secret)
+    row = _token_row(conn, token_hash) if cache is None else cache.row(conn, token_hash, _token_row)
     if row is None:
         raise _unauthorized("The token is not valid.")
     expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row
