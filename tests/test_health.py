@@ -233,9 +233,9 @@ def test_a_slow_query_is_cut_and_answered_503(
     client = app_client(Settings(database_url=db_url, statement_timeout_ms=100))
     real_authenticate = airoi.app.authenticate
 
-    def slow_authenticate(conn: Connection, authorization: str | None) -> Principal:
+    def slow_authenticate(conn: Connection, authorization: str | None, **kw: Any) -> Principal:
         slow_query(conn)
-        return real_authenticate(conn, authorization)
+        return real_authenticate(conn, authorization, **kw)
 
     monkeypatch.setattr(airoi.app, "authenticate", slow_authenticate)
     message = assert_503(client.get("/api/v1/initiatives", headers=bearer(token)))

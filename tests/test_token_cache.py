@@ -310,13 +310,13 @@ def test_a_row_read_before_a_change_and_put_after_is_not_kept() -> None:
     cache.watch = lambda _conn: True
     row = ("row",)
 
-    def look_up_during_a_change(_conn: Any, _hash: str) -> tuple[Any, ...]:
+    def look_up_during_a_change(_conn: Any) -> tuple[Any, ...]:
         cache.clear()  # another request saw a change while this one read the store
         return row
 
     assert cache.row(None, "h", look_up_during_a_change) == row  # type: ignore[arg-type]
     assert len(cache) == 0
-    assert cache.row(None, "h", lambda _c, _h: row) == row  # type: ignore[arg-type]
+    assert cache.row(None, "h", lambda _c: row) == row  # type: ignore[arg-type]
     assert len(cache) == 1
 
 
@@ -326,23 +326,26 @@ def test_a_row_is_kept_a_second_at_most_and_the_oldest_goes_first() -> None:
     cache.watch = lambda _conn: True
     asked: list[str] = []
 
-    def look_up(_conn: Any, token_hash: str) -> tuple[Any, ...]:
-        asked.append(token_hash)
-        return (token_hash,)
+    def look_up(token_hash: str) -> Callable[[Any], tuple[Any, ...]]:
+        def read(_conn: Any) -> tuple[Any, ...]:
+            asked.append(token_hash)
+            return (token_hash,)
+
+        return read
 
     conn: Any = None
-    cache.row(conn, "a", look_up)
+    cache.row(conn, "a", look_up("a"))
     now[0] += TOKEN_CACHE_S - 0.001
-    cache.row(conn, "a", look_up)
+    cache.row(conn, "a", look_up("a"))
     assert asked == ["a"]
     now[0] += 0.001  # a second since it was read: asked again, whatever else happened
-    cache.row(conn, "a", look_up)
+    cache.row(conn, "a", look_up("a"))
     assert asked == ["a", "a"]
-    cache.row(conn, "b", look_up)
-    cache.row(conn, "c", look_up)  # full: "a", read longest ago, goes
+    cache.row(conn, "b", look_up("b"))
+    cache.row(conn, "c", look_up("c"))  # full: "a", read longest ago, goes
     assert len(cache) == 2
-    cache.row(conn, "b", look_up)
-    cache.row(conn, "a", look_up)
+    cache.row(conn, "b", look_up("b"))
+    cache.row(conn, "a", look_up("a"))
     assert asked == ["a", "a", "b", "c", "a"]
 
 
@@ -350,9 +353,9 @@ def test_a_cache_that_cannot_tell_a_change_keeps_nothing() -> None:
     cache = TokenCache()  # no way to watch the store
     asked: list[str] = []
 
-    def look_up(_conn: Any, token_hash: str) -> tuple[Any, ...]:
-        asked.append(token_hash)
-        return (token_hash,)
+    def look_up(_conn: Any) -> tuple[Any, ...]:
+        asked.append("a")
+        return ("a",)
 
     for _ in range(2):
         cache.row(None, "a", look_up)  # type: ignore[arg-type]

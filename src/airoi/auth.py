@@ -74,10 +74,6 @@ _TOKEN_LOOKUP = Prepared(
 )
 
 
-def _token_row(conn: Connection, token_hash: str) -> tuple[Any, ...] | None:
-    return _TOKEN_LOOKUP.first(conn, {"token_hash": token_hash})
-
-
 def authenticate(
     conn: Connection,
     authorization: str | None,
@@ -89,8 +85,12 @@ def authenticate(
     `cache` (airoi.token_cache) while the store has not changed. Either way the expiry is
     compared with now, and 401 or 403 decided, here on every request."""
     secret = bearer_secret(authorization)
-    token_hash = hash_token(secret)
-    row = _token_row(conn, token_hash) if cache is None else cache.row(conn, token_hash, _token_row)
+    asked = {"token_hash": hash_token(secret)}
+    row = (
+        _TOKEN_LOOKUP.first(conn, asked)
+        if cache is None
+        else cache.row(conn, asked["token_hash"], lambda c: _TOKEN_LOOKUP.first(c, asked))
+    )
     if row is None:
         raise _unauthorized("The token is not valid.")
     expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row

@@ -54,7 +54,7 @@ RECONNECT_LAST_S = 5.0
 _SEEN = "airoi_token_cache_seen"
 
 Row = tuple[Any, ...]
-LookUp = Callable[[Connection, str], Row | None]
+LookUp = Callable[[Connection], Row | None]
 
 log = logging.getLogger("airoi.auth")
 
@@ -109,7 +109,7 @@ class TokenCache:
             self._entries = {}
 
     def row(self, conn: Connection, token_hash: str, look_up: LookUp) -> Row | None:
-        """The lookup's row for `token_hash`, read on `conn` unless kept and still good."""
+        """The row `look_up` reads on `conn` for `token_hash`, unless kept and still good."""
         generation = self._generation if self.watch(conn) else None
         if generation is not None:
             entry = self._entries.get(token_hash)
@@ -120,7 +120,7 @@ class TokenCache:
             ):
                 return entry[0]
         read_at = self.clock()
-        row = look_up(conn, token_hash)
+        row = look_up(conn)
         if row is not None and generation is not None:
             self._put(token_hash, row, generation, read_at)
         return row
