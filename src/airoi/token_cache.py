@@ -155,9 +155,9 @@ def _never(_conn: Connection) -> bool:
 
 
 def _listener_connect(engine: Engine) -> Callable[[], Any]:
-    """How the listener connects: as the engine would, in autocommit, not read-only (LISTEN
-    is refused in a read-only transaction on some servers), with keepalives so that a peer
-    that vanished is found."""
+    """How the listener connects: to the engine's server and database as the engine would
+    (the URL's settings win), in autocommit, with keepalives so that a peer that vanished
+    is found. It runs no statement but LISTEN, so no statement timeout is set."""
     from airoi.db.engine import _KEEPALIVE
 
     cargs, cparams = engine.dialect.create_connect_args(engine.url)
