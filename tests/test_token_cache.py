@@ -320,6 +320,25 @@ def test_a_row_read_before_a_change_and_put_after_is_not_kept() -> None:
     assert len(cache) == 1
 
 
+def test_a_load_or_revocation_in_this_process_empties_its_caches_at_once(
+    engine: Engine, owner: tuple[int, int]
+) -> None:
+    # A change this process committed needs no notification (SEMANTICS R29): a load, then a
+    # revocation, each leave every cache of the process empty before they return.
+    kept = [TokenCache(), TokenCache()]
+    for cache in kept:
+        cache.watch = lambda _conn: True
+        cache.row(None, "h", lambda _c: ("row",))  # type: ignore[arg-type]
+        assert len(cache) == 1
+    BundleBuilder().load(engine)  # an empty bundle: nothing written, still a load
+    assert [len(cache) for cache in kept] == [0, 0]
+    issued = issue_token(engine, owner[1])
+    for cache in kept:
+        cache.row(None, "h", lambda _c: ("row",))  # type: ignore[arg-type]
+    revoke_token(engine, issued.secret)
+    assert [len(cache) for cache in kept] == [0, 0]
+
+
 def test_a_row_is_kept_a_second_at_most_and_the_oldest_goes_first() -> None:
     now = [1000.0]
     cache = TokenCache(max_entries=2, clock=lambda: now[0])

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, bindparam, select, update
 
+from airoi import token_cache
 from airoi.db.prepared import Prepared
 from airoi.db.tables import accounts, tokens, users
 from airoi.errors import ApiError
@@ -165,8 +166,15 @@ def revoke_token(engine: Engine, given: str) -> str:
 
     A whole token is found by its hash, so each of two tokens that share a shown prefix
     can be revoked. Messages show at most the shown prefix, never more of what was given
-    (SEMANTICS R15).
+    (SEMANTICS R15). Once committed, this process's token caches forget the token at once.
     """
+    try:
+        return _revoke(engine, given)
+    finally:
+        token_cache.changed_here()
+
+
+def _revoke(engine: Engine, given: str) -> str:
     if len(given) < 8:
         raise TokenRefused("Give at least 8 characters of the token's shown prefix.")
     shown = given[:PREFIX_LENGTH]

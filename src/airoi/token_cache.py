@@ -21,6 +21,9 @@ can tell that the store has not changed since:
   yet, lost, the server away, a hot standby, which cannot LISTEN) the cache is not used:
   every request asks the store, and the thread connects again with a bounded backoff.
 
+A load or a revocation made by this process empties its own caches as it commits
+(`changed_here`), on either store.
+
 Every row is tagged with the generation the cache was at when the request checked the
 store; dropping the rows moves the generation on, so a row read before a change and put
 after it is never served.
@@ -34,6 +37,7 @@ import select
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +62,22 @@ LookUp = Callable[[Connection], Row | None]
 
 log = logging.getLogger("airoi.auth")
 
+# Every cache of this process, for `changed_here`.
+_CACHES: weakref.WeakSet[TokenCache] = weakref.WeakSet()
+
+
+def changed_here() -> None:
+    """Tokens, users or accounts changed by this process (a load, a revocation), committed:
+    its own caches drop every row at once.
+
+    Another process's change reaches them by the store (SQLite's data_version at the next
+    request; PostgreSQL's notification, normally before the next request, at worst within
+    `TOKEN_CACHE_S`). A change made in this process, a load and then a request served by the
+    same process, needs no wait for the server's notification either.
+    """
+    for cache in list(_CACHES):
+        cache.clear()
+
 
 class TokenCache:
     """Rows of the token lookup by token hash (see the module's docstring)."""
@@ -79,6 +99,7 @@ class TokenCache:
         self._entries: dict[str, tuple[Row, int, float]] = {}
         self._generation = 0
         self._lock = threading.Lock()
+        _CACHES.add(self)
 
     @classmethod
     def of(cls, engine: Engine) -> TokenCache:

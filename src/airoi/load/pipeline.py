@@ -13,6 +13,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DataError, IntegrityError
 
+from airoi import token_cache
 from airoi.db import search_index, tables
 from airoi.load.bounds import check_amounts_fit
 from airoi.load.checks import Validation
@@ -88,6 +89,7 @@ def load_bundle(
         # can quote a value, so only its kind is shown (SEMANTICS R15).
         detail = type(exc.orig or exc).__name__
         raise BundleError([f"bundle: the store refused the data ({detail})"]) from exc
+    token_cache.changed_here()  # a token, user or account may have changed
     refresh_statistics(engine, report)
     return report
 
