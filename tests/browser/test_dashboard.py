@@ -36,7 +36,9 @@ TODAY = "2026-11-26"
 # Written to docs/screenshots/ when this names that folder (docs/dashboard.md says how);
 # otherwise into the test's own temporary folder.
 SCREENSHOTS_ENV = "AIROI_TEST_SCREENSHOTS"
-READY = "body[data-state=ready]"
+# A view drawn, and what is asked for looked for inside it: the nav's links carry data-view
+# too, and would match at once while the view before is still the one shown.
+READY = "body[data-state=ready] #view"
 # What the page's script sees of a CSP violation (Playwright's init scripts are not bound by
 # the policy, so this listener is there before the page's own code).
 LISTEN_FOR_VIOLATIONS = """
