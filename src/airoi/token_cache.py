@@ -323,10 +323,15 @@ class ChangeListener:
     def _listen(self, conn: Any) -> None:
         """Take in notifications as they come, until the connection is lost or stopped."""
         fd = conn.pgconn.socket
+        # Not select.select, which fails on descriptors past 1023 (airoi.db.engine says the
+        # same of its look at a pooled connection's socket).
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
         while not self._stopping.is_set():
             try:
-                readable, _, _ = select.select([fd, self._wake_r], [], [])
-            except (OSError, ValueError):
+                readable = {ready for ready, _ in poller.poll()}
+            except OSError:
                 return
             if self._stopping.is_set():
                 return
