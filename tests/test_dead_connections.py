@@ -316,40 +316,43 @@ def last_statement(admin: Engine, pid: int) -> str:
         return str(conn.execute(query, {"pid": pid}).scalar_one())
 
 
+@pytest.fixture
+def served_engine(db_url: str) -> Iterator[Engine]:
+    """An engine made as the service makes its own (read only, with a statement timeout)."""
+    engine = make_engine(db_url, read_only=True, statement_timeout_ms=5000)
+    yield engine
+    engine.dispose()
+
+
+def pooled_backend(engine: Engine, statement: str = "SELECT pg_backend_pid()") -> int:
+    """The backend of a connection checked out, asked `statement`, and returned to the pool."""
+    with engine.connect() as conn:
+        return int(conn.execute(text(statement)).scalar_one())
+
+
 @ON_POSTGRESQL[0]
 @ON_POSTGRESQL[1]
 def test_a_healthy_pooled_connection_is_reused_without_a_round_trip(
-    db_url: str, admin: Engine
+    served_engine: Engine, admin: Engine
 ) -> None:
-    engine = make_engine(db_url, read_only=True, statement_timeout_ms=5000)  # as served
-    try:
-        marker = "SELECT pg_backend_pid() AS pooled_connection_marker"
-        with engine.connect() as conn:
-            pid = conn.execute(text(marker)).scalar_one()
-        with engine.connect() as conn:
-            assert conn.connection.driver_connection.info.backend_pid == pid
-            # A ping at checkout would be the backend's last statement now.
-            assert last_statement(admin, pid) == marker
-            assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() == pid
-    finally:
-        engine.dispose()
+    marker = "SELECT pg_backend_pid() AS pooled_connection_marker"
+    pid = pooled_backend(served_engine, marker)
+    with served_engine.connect() as conn:
+        assert conn.connection.driver_connection.info.backend_pid == pid
+        # A ping at checkout would be the backend's last statement now.
+        assert last_statement(admin, pid) == marker
+        assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() == pid
 
 
 @ON_POSTGRESQL[0]
 @ON_POSTGRESQL[1]
 def test_a_pooled_connection_whose_backend_was_terminated_is_never_handed_out(
-    db_url: str, admin: Engine
+    served_engine: Engine, admin: Engine
 ) -> None:
-    engine = make_engine(db_url, read_only=True, statement_timeout_ms=5000)  # as served
-    try:
-        with engine.connect() as conn:
-            pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        terminate_backend(admin, pid)  # while the connection rests in the pool
-        with engine.connect() as conn:
-            assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() != pid
-        assert engine.pool.checkedin() == 1  # the dead one dropped, not kept beside
-    finally:
-        engine.dispose()
+    pid = pooled_backend(served_engine)
+    terminate_backend(admin, pid)  # while the connection rests in the pool
+    assert pooled_backend(served_engine) != pid
+    assert served_engine.pool.checkedin() == 1  # the dead one dropped, not kept beside
 
 
 @ON_POSTGRESQL[0]
