@@ -90,6 +90,17 @@ def seen(client: Client, engine: Engine, secret: str, wanted: Callable[[Any], bo
     assert time.monotonic() - start < TOKEN_CACHE_S / 2
 
 
+def refused(status: int, message: str | None = None) -> Callable[[Any], bool]:
+    """An answer of `status` saying exactly `message` (whatever it says, when None)."""
+
+    def check(response: Any) -> bool:
+        if response.status_code != status:
+            return False
+        return message is None or bool(response.json()["error"]["message"] == message)
+
+    return check
+
+
 def kept(client: Client, secret: str, lookups: list[str]) -> None:
     """The token's row is kept: asked twice more, the store is not asked for it again."""
     listening(client)
@@ -150,14 +161,7 @@ def test_a_revocation_is_seen(
     issued = issue_token(engine, owner[1])
     kept(client, issued.secret, lookups)
     revoke_token(engine, issued.prefix)
-
-    def refused(response: Any) -> bool:
-        return bool(
-            response.status_code == 401
-            and response.json()["error"]["message"] == "The token is not valid."
-        )
-
-    seen(client, engine, issued.secret, refused)
+    seen(client, engine, issued.secret, refused(401, "The token is not valid."))
 
 
 def test_a_removed_user_is_seen(
@@ -167,12 +171,8 @@ def test_a_removed_user_is_seen(
     kept(client, issued.secret, lookups)
     with engine.begin() as conn:
         conn.execute(update(users).where(users.c.id == owner[1]).values(removed_at=utc_now()))
-    seen(
-        client,
-        engine,
-        issued.secret,
-        lambda r: r.status_code == 401 and "can no longer open" in r.json()["error"]["message"],
-    )
+    removed = refused(401, "The token's holder can no longer open the account.")
+    seen(client, engine, issued.secret, removed)
 
 
 def test_a_plan_without_api_access_is_seen(
@@ -182,7 +182,7 @@ def test_a_plan_without_api_access_is_seen(
     kept(client, issued.secret, lookups)
     with engine.begin() as conn:
         conn.execute(update(accounts).where(accounts.c.id == owner[0]).values(api_access=False))
-    seen(client, engine, issued.secret, lambda r: r.status_code == 403)
+    seen(client, engine, issued.secret, refused(403))
 
 
 def test_an_expiry_set_later_is_seen(
@@ -192,14 +192,7 @@ def test_an_expiry_set_later_is_seen(
     kept(client, issued.secret, lookups)
     with engine.begin() as conn:
         conn.execute(update(tokens).values(expires_at=utc_now() - timedelta(seconds=1)))
-
-    def expired(response: Any) -> bool:
-        return bool(
-            response.status_code == 401
-            and response.json()["error"]["message"] == "The token has expired."
-        )
-
-    seen(client, engine, issued.secret, expired)
+    seen(client, engine, issued.secret, refused(401, "The token has expired."))
 
 
 def test_an_expiry_arriving_is_refused_from_the_kept_row(
