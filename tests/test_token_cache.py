@@ -27,7 +27,8 @@ from airoi.auth import issue_token, revoke_token
 from airoi.db.tables import accounts, tokens, users
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
-from airoi.token_cache import CHANNEL, TOKEN_CACHE_S, TokenCache
+from airoi.token_cache import CHANNEL, TOKEN_CACHE_S, ChangeListener, TokenCache
+from airoi.tokens import hash_token
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
@@ -398,40 +399,56 @@ def _listener_backends(engine: Engine) -> list[int]:
         )
 
 
+def kept_while_listening(
+    client: Client, engine: Engine, user_id: int, lookups: list[str]
+) -> tuple[str, ChangeListener]:
+    """A new token of `user_id` whose row the app keeps, and the app's listener."""
+    issued = issue_token(engine, user_id)
+    kept(client, issued.secret, lookups)
+    cache: TokenCache = client.app.state.token_cache
+    assert cache.listener is not None
+    return issued.secret, cache.listener
+
+
+def revoked_elsewhere(engine: Engine, secret: str) -> None:
+    """`secret` revoked as another process would: not through this process's revoke_token,
+    which empties this process's caches itself."""
+    with engine.begin() as conn:
+        conn.execute(
+            update(tokens)
+            .where(tokens.c.token_hash == hash_token(secret))
+            .values(revoked_at=utc_now())
+        )
+
+
 def test_a_stopped_listener_leaves_the_cache_unused(
     pg_client: Client, engine: Engine, owner: tuple[int, int], lookups: list[str]
 ) -> None:
-    issued = issue_token(engine, owner[1])
-    kept(pg_client, issued.secret, lookups)
-    cache: TokenCache = pg_client.app.state.token_cache
-    assert cache.listener is not None
-    cache.listener.stop(wait_s=5)
-    assert not cache.listener.listening
+    secret, listener = kept_while_listening(pg_client, engine, owner[1], lookups)
+    listener.stop(wait_s=5)
+    assert not listener.listening
     before = len(lookups)
-    assert pg_client.get(PATH, headers=bearer(issued.secret)).status_code == 200
+    assert pg_client.get(PATH, headers=bearer(secret)).status_code == 200
     assert len(lookups) == before + 1  # asked the store
-    revoke_token(engine, issued.prefix)
-    assert pg_client.get(PATH, headers=bearer(issued.secret)).status_code == 401  # at once
+    revoked_elsewhere(engine, secret)
+    assert pg_client.get(PATH, headers=bearer(secret)).status_code == 401  # at once
 
 
 def test_a_lost_listener_is_bypassed_then_connects_again(
     pg_client: Client, engine: Engine, owner: tuple[int, int], lookups: list[str]
 ) -> None:
-    issued = issue_token(engine, owner[1])
-    kept(pg_client, issued.secret, lookups)
-    cache: TokenCache = pg_client.app.state.token_cache
-    assert cache.listener is not None
-    connects = cache.listener.connects
+    secret, listener = kept_while_listening(pg_client, engine, owner[1], lookups)
+    connects = listener.connects
     with engine.connect() as conn:
         for pid in _listener_backends(engine):
             conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     # No listener hears the revocation: whichever of the request and the listener's thread
     # finds the connection lost first, the store is asked (or a listener connected since
     # has dropped the rows).
-    revoke_token(engine, issued.prefix)
-    assert pg_client.get(PATH, headers=bearer(issued.secret)).status_code == 401
+    revoked_elsewhere(engine, secret)
+    assert pg_client.get(PATH, headers=bearer(secret)).status_code == 401
     deadline = time.monotonic() + 10
-    while cache.listener.connects == connects or not cache.listener.listening:
+    while listener.connects == connects or not listener.listening:
         assert time.monotonic() < deadline, "the listener did not connect again"
         time.sleep(POLL_S)
     issued = issue_token(engine, owner[1])
