@@ -14,6 +14,7 @@ import queue
 import re
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -214,7 +215,23 @@ def browse_and_allow(authorization_url: str, pat: str) -> None:
             headers={"Origin": origin},
         )
         assert allowed.status_code == 303, allowed.text
-        assert browser.get(allowed.headers["location"]).status_code == 200
+        assert back_at_the_client(browser, allowed.headers["location"]).status_code == 200
+
+
+def back_at_the_client(browser: httpx.Client, callback: str) -> httpx.Response:
+    """The client's callback page, reloaded while nothing listens there yet (for up to 30 s).
+
+    mcp-remote prints the sign-in address before it opens its callback port when the
+    unauthenticated probe of /mcp is not a 401 (a GET is 405 first, SEMANTICS R30), so a
+    quick person can arrive before it listens; a real one would reload the page."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return browser.get(callback)
+        except httpx.ConnectError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 @pytest.mark.skipif(not MCP_REMOTE, reason="AIROI_TEST_MCP_REMOTE names no mcp-remote to run")
