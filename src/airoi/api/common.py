@@ -323,9 +323,9 @@ def provide_reading(request: Request[Principal, Any, State]) -> Reading:
     """The request's `Reading`. It names only the request (a reserved kwarg): the framework
     has no parameter or other dependency to find for it.
 
-    The connection is the one the token was looked up on, in a worker thread (one pool
-    checkout per request; the outermost layer returns it: see
-    `airoi.observability.RequestContext`)."""
+    The connection is the one the token was looked up on (on the event loop on SQLite, in a
+    worker thread on a database server: `airoi.store`), one pool checkout per request; the
+    outermost layer returns it (`airoi.observability.RequestContext`)."""
     connection = held_context(request.scope).connection  # type: ignore[arg-type]
     if connection is None:  # a checkout here would wait on the event loop (airoi.store)
         raise RuntimeError("the token lookup holds the connection of every /api/v1 request")
