@@ -43,6 +43,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
+from airoi.db.engine import KEEPALIVE
 from airoi.failures import failure_class
 
 # How long a row read from the store is kept, at most, whatever else happens.
@@ -179,11 +180,9 @@ def _listener_connect(engine: Engine) -> Callable[[], Any]:
     """How the listener connects: to the engine's server and database as the engine would
     (the URL's settings win), in autocommit, with keepalives so that a peer that vanished
     is found. It runs no statement but LISTEN, so no statement timeout is set."""
-    from airoi.db.engine import _KEEPALIVE
-
     cargs, cparams = engine.dialect.create_connect_args(engine.url)
     given = set(engine.url.query)
-    params = {**cparams, **{k: v for k, v in _KEEPALIVE.items() if k not in given}}
+    params = {**cparams, **{k: v for k, v in KEEPALIVE.items() if k not in given}}
     if "connect_timeout" not in given:
         params["connect_timeout"] = 5
 

@@ -54,7 +54,7 @@ DEADLINE_GRACE_S = 1.0
 PROBE_INTERVAL_S = 1.0
 # A pooled connection idle this long is probed by the kernel, then every interval, and
 # dropped after this many probes go unanswered: a vanished peer is found in 30 s.
-_KEEPALIVE = {
+KEEPALIVE = {
     "keepalives": 1,
     "keepalives_idle": 15,
     "keepalives_interval": 5,
@@ -107,7 +107,7 @@ def make_engine(
     defaults: dict[str, Any] = {
         # An unreachable server is given up on as quickly as a slow statement.
         "connect_timeout": max(2, math.ceil(statement_timeout_ms / 1000)),
-        **_KEEPALIVE,
+        **KEEPALIVE,
         "tcp_user_timeout": math.ceil(deadline_s * 1000),
     }
     connect_args.update({k: v for k, v in defaults.items() if k not in parsed.query})
