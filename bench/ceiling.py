@@ -598,6 +598,8 @@ def profile(pid: int, url: str, seconds: float, connections: int, top: int) -> d
 
 
 _WAITS = {
+    # The token listener's thread waiting in poll() for a notification (PostgreSQL).
+    "airoi/token_cache.py:ChangeListener._listen",
     "threading.py:Condition.wait",
     "threading.py:Event.wait",
     "queue.py:Queue.get",
