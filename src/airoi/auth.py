@@ -168,10 +168,9 @@ def revoke_token(engine: Engine, given: str) -> str:
     can be revoked. Messages show at most the shown prefix, never more of what was given
     (SEMANTICS R15). Once committed, this process's token caches forget the token at once.
     """
-    try:
-        return _revoke(engine, given)
-    finally:
-        token_cache.changed_here()
+    revoked = _revoke(engine, given)
+    token_cache.changed_here()  # as load_bundle does: after the commit, not on a refusal
+    return revoked
 
 
 def _revoke(engine: Engine, given: str) -> str:
