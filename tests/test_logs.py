@@ -220,14 +220,18 @@ def _formatted(formatter: logging.Formatter, log: Callable[[], None]) -> list[st
     handler.setFormatter(formatter)
     handler.emit = lambda record: lines.append(handler.format(record))  # type: ignore[method-assign]
     logger = logging.getLogger("airoi")
-    level = logger.level
+    level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    # Not on to pytest's capture too: a lone surrogate in a captured record cannot be sent
+    # from a test worker (pytest -n) back to the runner.
+    logger.propagate = False
     try:
         log()
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+        logger.propagate = propagate
     return lines
 
 

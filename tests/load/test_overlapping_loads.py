@@ -19,7 +19,8 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine
 
-from airoi.load import LoadReport, load_bundle
+from airoi.load import LoadBusy, LoadReport, load_bundle
+from airoi.load.stamping import locked
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
@@ -84,6 +85,20 @@ def run_in_thread(work: Callable[[], LoadReport], into: list[Any]) -> threading.
     return thread
 
 
+def wait_until_a_load_holds(engine: Engine, seconds: float = 30.0) -> None:
+    """Until another load holds the store's write lock (SEMANTICS R32): a load asking for it
+    without waiting is refused. Taken and given back at once while no load holds it."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with locked(engine, wait=0):
+                pass
+        except LoadBusy:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"no load took the store's write lock in {seconds:g} s")
+
+
 def test_a_copy_synced_during_two_overlapping_loads_misses_nothing(
     client: Client, engine: Engine
 ) -> None:
@@ -104,7 +119,8 @@ def test_a_copy_synced_during_two_overlapping_loads_misses_nothing(
         lambda: load_bundle(engine, {"cost_entries": entries(initiative, 10_000, LONG_LOAD)}),
         long_report,
     )
-    time.sleep(0.3)  # the long load holds the store by now
+    # Not a fixed pause: on a busy machine the long load took longer than that to begin.
+    wait_until_a_load_holds(engine)
     short_load = run_in_thread(
         lambda: load_bundle(
             engine,
