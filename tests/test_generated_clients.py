@@ -38,6 +38,9 @@ PYTHON_GENERATOR = "openapi-python-client==0.29.1"
 NODE_GENERATOR = ("openapi-typescript@7.13.0", "typescript@5.9.3")
 # A large account's total cost: more than a 32-bit integer holds.
 LARGE_CENTS = 299_966_852_112
+# One test process at a time installs into the shared directory under pytest's cache
+# (./scripts/test runs tests in several, `--dist loadgroup`).
+pytestmark = pytest.mark.xdist_group("client-generators")
 INSTALL_SECONDS = 600
 
 

@@ -37,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CLIENT_EXTRAS = ("dataframe", "pull")
 INSTALL_SECONDS = 900
 RUN_SECONDS = 120
+# One test process at a time installs into the shared directory under pytest's cache
+# (./scripts/test runs tests in several, `--dist loadgroup`).
+pytestmark = pytest.mark.xdist_group("install-beside")
 
 
 def requirements_of(extras: tuple[str, ...]) -> list[Requirement]:
