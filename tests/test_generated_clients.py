@@ -30,6 +30,7 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.settings import Settings
+from tests.cache_lock import held
 from tests.conftest import REQUIRE_SERVICES
 from tests.factories import BundleBuilder
 from tests.servers import RunningServer
@@ -38,9 +39,6 @@ PYTHON_GENERATOR = "openapi-python-client==0.29.1"
 NODE_GENERATOR = ("openapi-typescript@7.13.0", "typescript@5.9.3")
 # A large account's total cost: more than a 32-bit integer holds.
 LARGE_CENTS = 299_966_852_112
-# One test process at a time installs into the shared directory under pytest's cache
-# (./scripts/test runs tests in several, `--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("client-generators")
 INSTALL_SECONDS = 600
 
 
@@ -64,11 +62,12 @@ def _installed(cache: Path, name: str, install: Any) -> Path:
     scripts name their own path)."""
     target = cache / name
     done = target / ".installed"
-    if done.is_file():
-        return target
-    shutil.rmtree(target, ignore_errors=True)
-    install(target)
-    done.write_text("")
+    with held(cache, INSTALL_SECONDS + 60):  # another test process may be installing
+        if done.is_file():
+            return target
+        shutil.rmtree(target, ignore_errors=True)
+        install(target)
+        done.write_text("")
     return target
 
 

@@ -30,6 +30,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from airoi import __version__
+from tests.cache_lock import held
 from tests.client.conftest import Account
 from tests.conftest import REQUIRE_SERVICES
 
@@ -37,9 +38,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CLIENT_EXTRAS = ("dataframe", "pull")
 INSTALL_SECONDS = 900
 RUN_SECONDS = 120
-# One test process at a time installs into the shared directory under pytest's cache
-# (./scripts/test runs tests in several, `--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("install-beside")
 
 
 def requirements_of(extras: tuple[str, ...]) -> list[Requirement]:
@@ -92,27 +90,28 @@ def oldest_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     pins = oldest_pins()
     cache = Path(request.config.cache.mkdir("install-beside"))
     key = hashlib.sha256("\n".join(pins).encode()).hexdigest()[:12]
-    for stale in cache.iterdir():  # one environment at a time: a changed range replaces it
-        if stale.name != key:
-            shutil.rmtree(stale, ignore_errors=True)
     home = cache / key
     python = home / "bin" / "python"
-    if not python.exists():
-        shutil.rmtree(home, ignore_errors=True)
-        venv.create(home, with_pip=True)
     source = _source_copy(tmp_path_factory.mktemp("airoi-source"))
     extras = ",".join(CLIENT_EXTRAS)
     command = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
-    try:
-        result = subprocess.run(
-            [*command, f"{source}[{extras}]", *pins],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        _unavailable(f"installing {pins} took over {INSTALL_SECONDS} s")
+    with held(cache, INSTALL_SECONDS + 60):  # another test process may be installing
+        for stale in cache.iterdir():  # one environment at a time: a changed range replaces it
+            if stale.is_dir() and stale.name != key:
+                shutil.rmtree(stale, ignore_errors=True)
+        if not python.exists():
+            shutil.rmtree(home, ignore_errors=True)
+            venv.create(home, with_pip=True)
+        try:
+            result = subprocess.run(
+                [*command, f"{source}[{extras}]", *pins],
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            _unavailable(f"installing {pins} took over {INSTALL_SECONDS} s")
     output = result.stdout[-3000:] + result.stderr[-3000:]
     if "ResolutionImpossible" in output or "conflicting dependencies" in output:
         pytest.fail(f"airoi cannot be installed beside {pins}:\n{output}")
