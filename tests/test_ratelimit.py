@@ -288,9 +288,12 @@ def test_more_requests_waiting_on_redis_than_the_pool_holds_are_all_answered(
     engine.dispose()
     with own_redis() as (redis_url, redis_server):
         env = {"AIROI_REDIS_URL": redis_url, "AIROI_RATE_LIMIT": "100000/minute"}
-        with airoi_serve(url, **env) as port, httpx.Client(timeout=20) as client:
+        with airoi_serve(url, **env) as port, ExitStack() as opened:
             pages = f"http://127.0.0.1:{port}/api/v1/initiatives"
             done = threading.Event()
+            # A client per thread: one shared by 48 threads once read from a socket another
+            # thread had closed ("Bad file descriptor"), on the test's side of the wire.
+            own = threading.local()
 
             def stutter() -> None:
                 while not done.is_set():
@@ -299,6 +302,9 @@ def test_more_requests_waiting_on_redis_than_the_pool_holds_are_all_answered(
                     time.sleep(0.05)
 
             def ask(_: int) -> int:
+                client = getattr(own, "client", None)
+                if client is None:
+                    client = own.client = opened.enter_context(httpx.Client(timeout=20))
                 return client.get(pages, headers=bearer(token)).status_code
 
             slowing = threading.Thread(target=stutter)

@@ -12,21 +12,34 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine
 
+from airoi.app import create_app
 from airoi.load import LoadBusy, LoadReport, load_bundle
 from airoi.load.stamping import locked
+from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
 Client = TestClient[Litestar]
 LONG_LOAD = 12_000  # cost entries of the long load
 SHORT_LOAD = 300  # of the short one, started while the long one runs
+
+
+@pytest.fixture
+def client(db_url: str) -> Iterator[Client]:
+    """The served app with its rate limit lifted: the copies poll without a pause for as long
+    as the loads run, which on a busy machine was more requests than the default allows."""
+    app = create_app(Settings(database_url=db_url, rate_limit="1000000/minute"))
+    with TestClient(app) as test_client:
+        yield test_client
+    app.state.engine.dispose()
 
 
 class Copy:
