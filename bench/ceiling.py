@@ -784,6 +784,18 @@ def round_ratios(f: dict[str, Any], over: str, under: str) -> list[float]:
     return [a / b for a, b in zip(f[over]["rounds_rps"], f[under]["rounds_rps"], strict=True)]
 
 
+def framework_bound_ratios(f: dict[str, Any], over: str, limit: int) -> list[float]:
+    """`over`'s rate over the framework bound, 1 / (1/ceiling + 1/framework floor), in each
+    round (the three rates measured side by side)."""
+    rounds = zip(
+        f[over]["rounds_rps"],
+        f[f"ceiling_first_{limit}"]["rounds_rps"],
+        f[f"framework_{limit}"]["rounds_rps"],
+        strict=True,
+    )
+    return [rps * (1 / ceiling + 1 / framework) for rps, ceiling, framework in rounds]
+
+
 def median_ratio(f: dict[str, Any], over: str, under: str) -> tuple[float, str]:
     """The median of `round_ratios`, and their lowest and highest as text."""
     ratios = round_ratios(f, over, under)
@@ -983,26 +995,12 @@ def report(f: dict[str, Any]) -> list[str]:
         framework = f[f"framework_{limit}"]["rps"]
         framework_bound = 1 / (1 / ceiling + 1 / framework)
         f[f"framework_bound_over_ceiling_{limit}"] = framework_bound / ceiling
-        # The service over that bound, round by round (each round's three rates measured
-        # side by side), the median of the rounds' ratios.
-        rounds = zip(
-            f[f"service_first_{limit}"]["rounds_rps"],
-            f[f"ceiling_first_{limit}"]["rounds_rps"],
-            f[f"framework_{limit}"]["rounds_rps"],
-            strict=True,
-        )
-        over_bound = [svc * (1 / ceil + 1 / fw) for svc, ceil, fw in rounds]
+        # The service over that bound, round by round, the median of the rounds' ratios.
+        over_bound = framework_bound_ratios(f, f"service_first_{limit}", limit)
         ratio = f[f"service_over_framework_bound_{limit}"] = statistics.median(over_bound)
 
         def over_framework_bound(name: str, limit: int = limit) -> float:
-            """`name`'s rate over the framework bound, the median of the rounds' ratios."""
-            rounds = zip(
-                f[f"{name}_{limit}"]["rounds_rps"],
-                f[f"ceiling_first_{limit}"]["rounds_rps"],
-                f[f"framework_{limit}"]["rounds_rps"],
-                strict=True,
-            )
-            value = statistics.median(rps * (1 / ceil + 1 / fw) for rps, ceil, fw in rounds)
+            value = statistics.median(framework_bound_ratios(f, f"{name}_{limit}", limit))
             f[f"{name}_over_framework_bound_{limit}"] = value
             return value
 
