@@ -611,6 +611,34 @@ def test_an_unknown_grant_type_is_unsupported(oauth_client: Client) -> None:
     assert missing.json()["error"] == "invalid_request"
 
 
+def test_a_token_request_refusal_is_one_sentence_that_repeats_nothing(
+    oauth_client: Client,
+) -> None:
+    reg = register(oauth_client)
+    who = {"client_id": reg["client_id"], "client_secret": reg["client_secret"]}
+    code = {"grant_type": "authorization_code", **who}
+    cases = [
+        ({**code, "code_verifier": "v" * 43}, "The token request needs code."),
+        ({**code, "code": "c"}, "The token request needs code_verifier."),
+        (
+            {**code, "code": "c", "code_verifier": "v" * 43, "redirect_uri": "<b>not-a-url</b>"},
+            "The token request's redirect_uri is not valid: input should be a valid URL, "
+            "relative URL without a base.",
+        ),
+        ({"grant_type": "refresh_token", **who}, "The token request needs refresh_token."),
+    ]
+    for form, description in cases:
+        response = oauth_client.post("/oauth/token", data=form)
+        assert response.status_code == 400
+        assert response.json() == {"error": "invalid_request", "error_description": description}
+        assert response.headers["cache-control"] == "no-store"
+    # A client that does not authenticate is refused as that first (401), whatever else.
+    stranger = oauth_client.post(
+        "/oauth/token", data={**code, "client_secret": "not-the-secret", "code_verifier": "v"}
+    )
+    assert stranger.status_code == 401 and stranger.json()["error"] == "invalid_client"
+
+
 def test_refresh_tokens_rotate(oauth_client: Client, pats: dict[str, str]) -> None:
     reg, first = grant(oauth_client, pats["owner"])
     second = refresh(oauth_client, reg, first["refresh_token"])

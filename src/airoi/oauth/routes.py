@@ -31,7 +31,7 @@ from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.handlers.token import TokenHandler, token_request_adapter
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.provider import construct_redirect_uri
 from mcp.server.auth.settings import ClientRegistrationOptions
@@ -126,12 +126,15 @@ class HashedSecretAuthenticator(ClientAuthenticator):
 
 
 GRANT_TYPES = ("authorization_code", "refresh_token")
+TOKEN_FORM = "The token request must be form fields of its grant (RFC 6749)."  # noqa: S105
 
 
 class CheckedTokenHandler(TokenHandler):
     """The SDK's token endpoint, with a grant type it does not serve refused as RFC 6749
-    says (not as a validation error), and the request's `resource` parameters handed to the
-    store, which refuses one that is not the grant's (RFC 8707, `invalid_target`)."""
+    says (not as a validation error), a request missing a field or holding a malformed one
+    refused in one sentence (the SDK's is pydantic's text, one line per fault), and the
+    request's `resource` parameters handed to the store, which refuses one that is not the
+    grant's (RFC 8707, `invalid_target`)."""
 
     async def handle(self, request: Request) -> Response:
         form = await request.form()  # kept by the request for the SDK's own reading
@@ -143,6 +146,16 @@ class CheckedTokenHandler(TokenHandler):
                 "unsupported_grant_type",
                 "The grant_type must be authorization_code or refresh_token.",
             )
+        try:
+            token_request_adapter.validate_python(dict(form))
+        except ValidationError as error:
+            try:  # a client that does not authenticate gets the SDK's 401 first, as before
+                await self.client_authenticator.authenticate_request(request)
+            except AuthenticationError:
+                return await super().handle(request)  # type: ignore[no-any-return]
+            # The first location part is the grant type (the union's tag), not a field.
+            sentence = refusal(error, "The token request", whole=TOKEN_FORM, skip=1)
+            return _token_error("invalid_request", sentence)
         resources = tuple(value for value in form.getlist("resource") if isinstance(value, str))
         reset = requested_resources.set(resources)
         try:
@@ -177,19 +190,30 @@ _PLAIN_ERRORS = frozenset(
 )
 
 
-def metadata_refusal(error: ValidationError) -> str:
-    """One sentence on a registration's first fault, never repeating what was sent."""
+def refusal(error: ValidationError, subject: str, *, whole: str, skip: int = 0) -> str:
+    """One sentence on the first fault `error` found in what `subject` names, never
+    repeating what was sent; `whole` when the body is not an object at all. `skip`: leading
+    parts of a fault's location that name no field."""
     first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
+    where = ".".join(str(part) for part in first["loc"][skip:])
     kind = first["type"]
     if not where or kind in ("json_invalid", "json_type", "model_type", "model_attributes_type"):
-        return "The body must be a JSON object of client metadata (RFC 7591)."
+        return whole
     if kind == "missing":
-        return f"The client metadata needs {where}."
+        return f"{subject} needs {where}."
     if kind in _PLAIN_ERRORS:
         message = str(first["msg"]).rstrip(".")
-        return f"The client metadata's {where} is not valid: {message[:1].lower()}{message[1:]}."
-    return f"The client metadata's {where} is not valid."
+        return f"{subject}'s {where} is not valid: {message[:1].lower()}{message[1:]}."
+    return f"{subject}'s {where} is not valid."
+
+
+def metadata_refusal(error: ValidationError) -> str:
+    """A registration's refusal (RFC 7591 client metadata)."""
+    return refusal(
+        error,
+        "The client metadata",
+        whole="The body must be a JSON object of client metadata (RFC 7591).",
+    )
 
 
 class CheckedRegistrationHandler(RegistrationHandler):
