@@ -263,3 +263,28 @@ def test_a_cursor_continues_only_its_own_split(
     # And a breakdown's cursor is no list's.
     refused = client.get("/api/v1/cost_entries", params={"cursor": month}, headers=bearer(token))
     assert refused.status_code == 400
+
+
+def test_a_quarter_begun_before_year_one_is_keyed_by_its_first_day(
+    engine: Engine, client_at: MakeClient
+) -> None:
+    # SEMANTICS R23, R37: with the fiscal year starting in February, January of year 1 falls in
+    # the quarter November of year 0 to January of year 1, whose first day is no date: its row
+    # is keyed by the first day there is. The next quarter starts in February, as every other.
+    b = BundleBuilder()
+    acct = b.account(fiscal_year_start_month=2)
+    token = b.token(b.user(acct))
+    init = b.initiative(acct)
+    b.cost_entry(init, amount_cents=300, cost_category="capex", period_start="0001-01-15")
+    b.cost_entry(init, amount_cents=20, period_start="0001-02-01")
+    b.cost_entry(init, amount_cents=5, period_start="0001-05-31")
+    b.load(engine)
+    client = client_at(TODAY)
+    first = get(client, token, "roi/breakdown", by="quarter", limit=3)
+    assert [r["key"] for r in first["data"]] == ["0001-01-01", "0001-02-01", "0001-05-01"]
+    assert first["data"][0] == row("0001-01-01", "FY0/01 Q4", 0, 300, 0)
+    assert first["data"][1] == row("0001-02-01", "FY1/02 Q1", 0, 0, 20)
+    assert first["data"][2] == row("0001-05-01", "FY1/02 Q2", 0, 0, 5)
+    # For `all`, from the first quarter with an entry to the last: those three (R37).
+    assert not first["page"]["has_more"]
+    assert get(client, token, "roi")["total_cost_cents"] == 300 + 20 + 5

@@ -335,3 +335,27 @@ def test_budget_rows_of_one_account_only(engine: Engine, client_at: MakeClient) 
         "/api/v1/budgets", params={"initiative_id": foreign}, headers=bearer(token)
     )
     assert response.status_code == 404  # SEMANTICS R31, never an empty list
+
+
+def test_a_budget_from_the_first_day_there_is(engine: Engine, client_at: MakeClient) -> None:
+    # A version effective since 0001-01-01 ("since forever"): nothing can be spent before it,
+    # and the page of every initiative is served (one such row made the whole page a 500).
+    b = BundleBuilder()
+    acct = b.account()
+    token = b.token(b.user(acct))
+    forever = b.initiative(acct, title="Since forever")
+    other = b.initiative(acct, title="Unbudgeted")
+    b.budget_version(
+        forever, effective_from="0001-01-01", opex_cents=100, approved_at="2020-01-01T00:00:00Z"
+    )
+    b.cost_entry(forever, amount_cents=250, period_start="0001-01-15")
+    b.cost_entry(forever, amount_cents=40, period_start="2026-02-03")
+    b.load(engine)
+    served = rows(client_at(date(2026, 3, 10)), token)
+    assert set(served) == {forever, other}
+    row = served[forever]
+    assert row["budget_started_on"] == "0001-01-01"
+    assert row["spent_before_budget_cents"] == 0
+    # Months 0001-01 through 2026-03: 2025 whole years of 12, then 3 = 24,303 at 100 a month.
+    assert row["opex_budget_to_date_cents"] == 2_430_300
+    assert row["opex_actual_cents"] == 250 + 40

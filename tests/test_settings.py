@@ -73,3 +73,12 @@ def test_the_oauth_rate_limit_is_read_and_bounded() -> None:
     for bad in ("often", "0/minute", "5000/second", "2/2 days"):
         with pytest.raises(ValueError, match=r"^AIROI_OAUTH_RATE_LIMIT must read like 60/minute"):
             Settings.from_env({"AIROI_OAUTH_RATE_LIMIT": bad})
+
+
+@pytest.mark.parametrize("value", ["0001-01-01", "0005-12-31", "9999-01-01", "9999-12-31"])
+def test_a_fixed_today_is_one_every_window_and_fiscal_year_can_hold(value: str) -> None:
+    # SEMANTICS R1, R8, R23: five years back and the fiscal year around today must be dates.
+    with pytest.raises(ValueError, match="from 0006-01-01 to 9998-12-31"):
+        Settings.from_env({"AIROI_TODAY": value})
+    for edge in ("0006-01-01", "9998-12-31"):
+        assert Settings.from_env({"AIROI_TODAY": edge}).current_date() == date.fromisoformat(edge)

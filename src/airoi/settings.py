@@ -50,15 +50,27 @@ def parse_origins(value: str | None) -> tuple[str, ...]:
     return origins
 
 
+# The days AIROI_TODAY may fix: the five years a window reaches back (SEMANTICS R8) and the
+# fiscal year around today (R23) are dates then.
+TODAY_RANGE = (date(6, 1, 1), date(9998, 12, 31))
+
+
 def _today_from_env(value: str | None) -> date | None:
     if not value:
         return None
     try:
-        return date.fromisoformat(value)
+        today = date.fromisoformat(value)
     except ValueError as exc:
         raise ValueError(
             f"AIROI_TODAY must be an ISO date such as 2026-03-31, not {value!r}"
         ) from exc
+    first, last = TODAY_RANGE
+    if not first <= today <= last:
+        raise ValueError(
+            f"AIROI_TODAY must be a date from {first} to {last} (every window and the fiscal "
+            f"year around it are dates then), not {value!r}"
+        )
+    return today
 
 
 def _statement_timeout_from_env(value: str | None) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Generic, TypeVar
 
-from airoi.finance.periods import add_months, month_of
+from airoi.finance.periods import month_at, month_index
 from airoi.finance.roi import RoiFigures, roi_figures
 
 __all__ = [
@@ -70,18 +70,30 @@ def parts(
     return rows
 
 
+# January of year 1, the first month a date can hold.
+_FIRST_MONTH = month_index(date.min)
+
+
 def quarter_of(month: date, fiscal_year_start_month: int) -> date:
     """The first day of the fiscal quarter holding `month` (quarters of the fiscal year,
-    SEMANTICS R23: the first starts on the fiscal year's first day)."""
-    since_start = (month.month - fiscal_year_start_month) % 12
-    return add_months(month_of(month), -(since_start % 3))
+    SEMANTICS R23: the first starts on the fiscal year's first day). A quarter that began
+    before year 1 (January of year 1 in a fiscal year not starting in January) has no such
+    day: it is keyed by the first day there is, 0001-01-01."""
+    return month_at(max(_quarter_index(month, fiscal_year_start_month), _FIRST_MONTH))
 
 
 def quarters_from(first: date, last: date, fiscal_year_start_month: int) -> list[date]:
-    """Every fiscal quarter from the one holding `first` through the one holding `last`."""
-    start = quarter_of(first, fiscal_year_start_month)
-    months = (last.year - start.year) * 12 + (last.month - start.month)
-    return [add_months(start, 3 * i) for i in range(months // 3 + 1)] if months >= 0 else []
+    """Every fiscal quarter from the one holding `first` through the one holding `last`, each
+    keyed as `quarter_of` keys it."""
+    start = _quarter_index(first, fiscal_year_start_month)
+    end = month_index(last)
+    return [month_at(max(index, _FIRST_MONTH)) for index in range(start, end + 1, 3)]
+
+
+def _quarter_index(month: date, fiscal_year_start_month: int) -> int:
+    """The month its fiscal quarter began, as `month_index` counts: before year 1 for
+    January of year 1 in a fiscal year not starting in January."""
+    return month_index(month) - (month.month - fiscal_year_start_month) % 12 % 3
 
 
 def month_label(month: date) -> str:

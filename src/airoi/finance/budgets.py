@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Final
 
 from airoi.finance.money import half_even
-from airoi.finance.periods import add_months, fiscal_year, month_of, months_between
+from airoi.finance.periods import fiscal_year, month_of, months_between
 
 __all__ = [
     "CADENCE_MONTHS",
@@ -152,11 +152,12 @@ def _costs_by_month(costs: Mapping[tuple[date, str], int], cur: date) -> dict[st
     return by_category
 
 
-def _total(sums: Mapping[date, int], first: date | None = None, last: date | None = None) -> int:
+def _total(sums: Mapping[date, int], first: date | None = None, before: date | None = None) -> int:
+    """The cents of the months from `first` on and before `before` (either open)."""
     return sum(
         cents
         for month, cents in sums.items()
-        if (first is None or month >= first) and (last is None or month <= last)
+        if (first is None or month >= first) and (before is None or month < before)
     )
 
 
@@ -253,9 +254,7 @@ def budget_figures(
     capex_actual = _total(spend["capex"], first=start)
     opex_actual = _total(spend["opex"], first=start)
     actual_to_date = capex_actual + opex_actual
-    spent_before = _total(spend["capex"], last=add_months(start, -1)) + _total(
-        spend["opex"], last=add_months(start, -1)
-    )
+    spent_before = _total(spend["capex"], before=start) + _total(spend["opex"], before=start)
     used_ratio = None if budget_to_date == 0 else actual_to_date / budget_to_date
 
     # SEMANTICS R22: the last three complete covered months, fewer if fewer exist.

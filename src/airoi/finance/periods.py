@@ -13,6 +13,8 @@ __all__ = [
     "WINDOW_LABELS",
     "add_months",
     "fiscal_year",
+    "month_at",
+    "month_index",
     "month_of",
     "months_between",
     "window_range",
@@ -33,10 +35,19 @@ def month_of(day: date) -> date:
     return date(day.year, day.month, 1)
 
 
+def month_index(day: date) -> int:
+    """The month containing `day` as a count of months since January of year 0."""
+    return day.year * 12 + day.month - 1
+
+
+def month_at(index: int) -> date:
+    """The first day of the month `month_index` counts as `index` (years 1 to 9999 only)."""
+    return date(index // 12, index % 12 + 1, 1)
+
+
 def add_months(month: date, n: int) -> date:
     """The first day of the month `n` months after the month containing `month`."""
-    index = month.year * 12 + (month.month - 1) + n
-    return date(index // 12, index % 12 + 1, 1)
+    return month_at(month_index(month) + n)
 
 
 def months_between(first: date, last: date) -> list[date]:
