@@ -270,9 +270,9 @@ class Store:
         temporary = path.with_name(path.name + ".partial")
         options = "FORMAT parquet" if self.fmt == "parquet" else "FORMAT csv, HEADER true"
         described = self.conn.execute(f"DESCRIBE {query}").fetchall()
-        found = self.conn.execute(
-            f"COPY ({query}) TO {_literal(str(temporary))} ({options})"
-        ).fetchone()
+        found = first_row(
+            self.conn.execute(f"COPY ({query}) TO {_literal(str(temporary))} ({options})")
+        )
         os.replace(temporary, path)
         self._headers.pop(name, None)
         if self.fmt == "csv":
@@ -288,10 +288,12 @@ class Store:
         """Files only: the position of rows (or tombstones) staged and not yet in the files."""
         if self._conn is None or self.fmt == "duckdb":
             return None
-        row = self._conn.execute(
-            f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
-            [name],
-        ).fetchone()
+        row = first_row(
+            self._conn.execute(
+                f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
+                [name],
+            )
+        )
         return _saved_state(*row) if row else None
 
     def _settled(self, name: str) -> None:
@@ -362,9 +364,9 @@ class Store:
                 f" {_literal(name)} AND gone.id = kept.id"
                 " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)"
             )
-            found = self.conn.execute(
-                f"SELECT count(*) FROM {source} AS kept WHERE {gone}"
-            ).fetchone()
+            found = first_row(
+                self.conn.execute(f"SELECT count(*) FROM {source} AS kept WHERE {gone}")
+            )
             count = int(found[0]) if found else 0
             if count:
                 self._write_file(name, f"SELECT * FROM {source} AS kept WHERE NOT {gone}")
@@ -389,10 +391,12 @@ class Store:
             return pending if pending is not None else self._saved.get(name, WalkState())
         if self._conn is None:
             return WalkState()
-        row = self._conn.execute(
-            f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
-            [name],
-        ).fetchone()
+        row = first_row(
+            self._conn.execute(
+                f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
+                [name],
+            )
+        )
         return _saved_state(*row) if row else WalkState()
 
     def _save_state(self, name: str, state: WalkState) -> None:
@@ -404,11 +408,13 @@ class Store:
     def _exists(self, table: str) -> bool:
         if self._conn is None:
             return False
-        found = self._conn.execute(
-            "SELECT count(*) FROM information_schema.tables"
-            " WHERE table_schema = current_schema() AND table_name = ?",
-            [table],
-        ).fetchone()
+        found = first_row(
+            self._conn.execute(
+                "SELECT count(*) FROM information_schema.tables"
+                " WHERE table_schema = current_schema() AND table_name = ?",
+                [table],
+            )
+        )
         return bool(found and found[0])
 
     def _columns(self, table: str) -> set[str]:
@@ -517,13 +523,15 @@ class Store:
         if self._table_columns(name) is None:
             return 0  # a list this store does not hold (yet): nothing to remove
         # The cast reads a stamp whatever type an older store gave the column.
-        found = self.conn.execute(
-            f"DELETE FROM {_quote(name)} AS kept WHERE EXISTS (SELECT 1"
-            " FROM tombstones AS gone WHERE gone.resource = ?"
-            " AND gone.id = kept.id"
-            " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)",
-            [name],
-        ).fetchone()
+        found = first_row(
+            self.conn.execute(
+                f"DELETE FROM {_quote(name)} AS kept WHERE EXISTS (SELECT 1"
+                " FROM tombstones AS gone WHERE gone.resource = ?"
+                " AND gone.id = kept.id"
+                " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)",
+                [name],
+            )
+        )
         return int(found[0]) if found else 0
 
     def _upsert(self, table: str, key: str, rows: list[dict[str, Any]]) -> None:
@@ -568,15 +576,15 @@ class Store:
 
     def _replaced(self, name: str) -> bool:
         """Files only: whether the list was started over, its file to be replaced whole."""
-        found = self.conn.execute(
-            f"SELECT count(*) FROM {REPLACED} WHERE resource = ?", [name]
-        ).fetchone()
+        found = first_row(
+            self.conn.execute(f"SELECT count(*) FROM {REPLACED} WHERE resource = ?", [name])
+        )
         return bool(found and found[0])
 
     def _count(self, table: str) -> int:
         if not self._exists(table):
             return 0
-        found = self.conn.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()
+        found = first_row(self.conn.execute(f"SELECT count(*) FROM {_quote(table)}"))
         return int(found[0]) if found else 0
 
     def count(self, name: str) -> int:
@@ -586,8 +594,15 @@ class Store:
         source = self._source(name)
         if source is None:
             return 0
-        found = self.conn.execute(f"SELECT count(*) FROM {source}").fetchone()
+        found = first_row(self.conn.execute(f"SELECT count(*) FROM {source}"))
         return int(found[0]) if found else 0
+
+
+def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    """The first row of a statement's result, read to its end: DuckDB refuses other work on
+    the connection (registering a table, a statement) while a result is unfinished."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
 
 
 def _literal(text: str) -> str:

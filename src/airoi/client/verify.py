@@ -43,7 +43,7 @@ import duckdb
 
 from airoi.client.client import Client, Row
 from airoi.client.errors import AiroiError
-from airoi.client.pull import STATE_FILE, STATE_TABLE, Format
+from airoi.client.pull import STATE_FILE, STATE_TABLE, Format, first_row
 from airoi.vocabulary import Window
 
 Value = int | float | str | None
@@ -708,10 +708,12 @@ def _notes(conn: duckdb.DuckDBPyConnection) -> list[str]:
     keeps those rows without them)."""
     notes = []
     for name in ("cost_entries", "value_entries"):
-        found = conn.execute(
-            f"SELECT count(*) FROM copy_{name} WHERE reported_on IS NULL"
-            " OR (account_amount_cents IS NULL AND amount_cents IS NOT NULL)"
-        ).fetchone()
+        found = first_row(
+            conn.execute(
+                f"SELECT count(*) FROM copy_{name} WHERE reported_on IS NULL"
+                " OR (account_amount_cents IS NULL AND amount_cents IS NOT NULL)"
+            )
+        )
         missing = int(found[0]) if found else 0
         if missing:
             notes.append(
