@@ -673,9 +673,13 @@ def pull_resource(
     last batch written."""
     started = time.perf_counter()
     state = store.state(resource.name)
-    report = ResourceReport(resource.name, since=state.updated_since)
-    if not resource.incremental and state.cursor is None:
+    if not resource.incremental:
+        # Read whole on every run, and whole within one: a walk cut off starts over, and the
+        # pages it staged go, as they hold figures of another moment (a load since may have
+        # changed or removed their rows).
         store.start_full_walk(resource)
+        state = WalkState()
+    report = ResourceReport(resource.name, since=state.updated_since)
     walk = Walk(client, resource.name, resource.params, state)
     batch: list[dict[str, Any]] = []
     # Every request, the first included, is made in read_ahead's thread: this one only
@@ -683,8 +687,6 @@ def pull_resource(
     for page in read_ahead(iter(walk)):
         if not report.pages:
             _began(walk, report, notice)
-            if not resource.incremental and walk.refused is not None:
-                store.start_full_walk(resource)  # the pages staged so far are not continued
         state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
         batch += page.data
