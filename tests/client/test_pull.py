@@ -28,8 +28,10 @@ from airoi.client.pull import (
     pull_deletions,
     pull_resource,
 )
+from airoi.client.walk import ANOTHER_ACCOUNTS_CURSOR, AnotherAccountsCopy
 from airoi.load import load_bundle
 from tests.client.conftest import LATER, Account, raw_walk
+from tests.factories import BundleBuilder
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -791,3 +793,35 @@ def test_a_budgets_walk_cut_off_starts_over(
     kept = {row["initiative_id"]: row for row in stored(target, fmt, "budgets")}
     assert sorted(kept) == sorted(served) and doomed not in kept
     assert kept[budgeted]["opex_actual_cents"] == served[budgeted]["opex_actual_cents"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_copy_of_another_account_is_not_continued(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # SEMANTICS R13: the service refuses a cursor issued to another account. A copy whose
+    # positions are another account's is not continued from updated_since (which put one
+    # account's rows beside the other's, or copied nothing): the pull stops, writing nothing.
+    other = BundleBuilder(first_id=5000)
+    theirs = other.account(name="Theirs")
+    their_token = other.token(
+        other.user(theirs, email="them@example.com"), secret="airoi_theirs-" + "y" * 37
+    )
+    other.initiative(theirs, title="Theirs only")
+    other.load(engine, now=LATER)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    before = {r.name: stored(target, fmt, r.name) for r in RESOURCES}
+    with (
+        Client(base_url, their_token, page_size=2) as api,
+        pytest.raises(AnotherAccountsCopy) as refused,
+    ):
+        pull(api, target, fmt)
+    assert refused.value.status == 400
+    assert str(refused.value).startswith(
+        "400: the copy of initiatives here is of another account than this token's"
+    )
+    assert {r.name: stored(target, fmt, r.name) for r in RESOURCES} == before
+    # The words the client knows the refusal by are the service's own.
+    assert ANOTHER_ACCOUNTS_CURSOR in refused.value.body["error"]["message"]  # type: ignore[index]

@@ -5,9 +5,10 @@ stamp (`updated_at`, or `deleted_at` for /deletions) it kept. The next walk pass
 cursor and gets only what changed since, none of what it has (SEMANTICS R36). Asking with
 `updated_since` instead is the fallback: for a copy that has a stamp and no cursor (made by
 an earlier version, or from a service that serves no `resume_cursor`), and for a cursor the
-service refuses with 400 (a copy taken from another server or account, or a service whose
-cursor secret changed, R13). The bound is inclusive, so the rows at that moment come once
-more and the upsert absorbs them; from its first page on, the walk has a cursor again.
+service refuses with 400 (a copy taken from another server, or a service whose cursor secret
+changed, R13). The bound is inclusive, so the rows at that moment come once more and the
+upsert absorbs them; from its first page on, the walk has a cursor again. A cursor refused as
+another account's stops the walk instead: the token reads another account than the copy's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,25 @@ from airoi.client.client import Client, Page
 from airoi.client.errors import AiroiError
 
 Start = Literal["cursor", "updated_since", "full"]
+
+# How the service's refusal of a cursor issued to another account begins (SEMANTICS R13;
+# tests/client/test_pull.py holds the two to the same words).
+ANOTHER_ACCOUNTS_CURSOR = "The cursor was issued to another account"
+
+
+class AnotherAccountsCopy(AiroiError):
+    """The copy's remembered position is another account's: the token reads another account
+    than the one the copy holds, and continuing would put the two in one copy."""
+
+    def __init__(self, resource: str, refused: AiroiError) -> None:
+        super().__init__(
+            refused.status,
+            f"the copy of {resource} here is of another account than this token's (the "
+            "service refused its remembered position as issued to another account); nothing "
+            "was written. Pull this token's account into a new target.",
+            refused.request_id,
+            body=refused.body,
+        )
 
 
 def later(current: str | None, candidate: str | None) -> str | None:
@@ -95,6 +115,8 @@ class Walk:
             except AiroiError as exc:
                 if exc.status != 400:
                     raise
+                if exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
+                    raise AnotherAccountsCopy(self.resource, exc) from None
                 # The cursor is refused (not issued by this service, or not with its current
                 # secret). Were it another parameter, the request below fails the same way.
                 self.refused = exc
