@@ -637,12 +637,13 @@ def pull(
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
     from airoi.client import AiroiError, Client
-    from airoi.client.pull import DELETIONS, choose_resources, format_for, walks
+    from airoi.client.pull import DELETIONS, check_target, choose_resources, format_for, walks
     from airoi.client.pull import pull as run_pull
 
     try:
         fmt = format_for(to, format_)
         chosen = choose_resources(resources)
+        check_target(to, fmt)
     except ValueError as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -318,3 +319,42 @@ def test_the_command_refuses_leaving_nothing_and_quiet_says_nothing(
     # Quiet, a failure is still said.
     failed = airoi_pull(base_url, bad_token, "--to", str(target), "--quiet")
     assert failed.returncode == 1 and failed.stderr.startswith("Pull stopped: 401")
+
+
+def test_a_database_pull_did_not_make_is_left_as_it_is(
+    base_url: str, account: Account, db_url: str, tmp_path: Path
+) -> None:
+    # An SQLite file named as a store (the service's own file, say), and a DuckDB database of
+    # someone else's with a table of the same name as a list: refused, and not a byte changed.
+    sqlite_file = tmp_path / "airoi.db"
+    with sqlite3.connect(sqlite_file) as conn:
+        conn.execute("CREATE TABLE initiatives (id INTEGER PRIMARY KEY, title TEXT)")
+        conn.execute("INSERT INTO initiatives VALUES (1001, 'theirs')")
+    theirs = tmp_path / "theirs.duckdb"
+    with duckdb.connect(str(theirs)) as conn:
+        conn.execute("CREATE TABLE initiatives (id BIGINT, title VARCHAR)")
+        conn.execute("INSERT INTO initiatives VALUES (1001, 'theirs')")
+    before = {path: path.read_bytes() for path in (sqlite_file, theirs)}
+    refused = airoi_pull(base_url, account.token, "--to", str(sqlite_file))
+    assert refused.returncode == 2
+    assert " ".join(refused.stderr.split()) == (
+        f"{sqlite_file} is not a DuckDB file (it is an SQLite database); airoi "
+        "pull writes its copy into a DuckDB file of its own: give a new .duckdb name."
+    )
+    refused = airoi_pull(base_url, account.token, "--to", str(theirs), "--resources", "initiatives")
+    assert refused.returncode == 2
+    assert " ".join(refused.stderr.split()) == (
+        f"{theirs} is a DuckDB database airoi pull did not make (it holds "
+        "initiatives and no _airoi_state); nothing in it was changed. Give a new .duckdb name."
+    )
+    assert {path: path.read_bytes() for path in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["airoi.db", "theirs.duckdb"]
+    # verify says the same of the SQLite file, instead of DuckDB's attempt to read it.
+    checked = subprocess.run(
+        [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store",
+         str(sqlite_file)],
+        env={**os.environ, "AIROI_TOKEN": account.token, "COLUMNS": "400"},
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert checked.returncode != 0
+    assert "is not a DuckDB file (it is an SQLite database)" in " ".join(checked.stderr.split())

@@ -175,6 +175,7 @@ class Store:
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         if self.fmt == "duckdb":
+            check_target(self.target, self.fmt)
             self.target.parent.mkdir(parents=True, exist_ok=True)
             conn = duckdb.connect(str(self.target))
         else:
@@ -596,6 +597,47 @@ class Store:
             return 0
         found = first_row(self.conn.execute(f"SELECT count(*) FROM {source}"))
         return int(found[0]) if found else 0
+
+
+class NotACopy(ValueError):
+    """The target is a file or database airoi pull did not make: it is left as it is."""
+
+
+def duckdb_file_problem(path: Path) -> str | None:
+    """Why the file at `path` is not a DuckDB database (its first bytes), or None."""
+    with path.open("rb") as file:
+        head = file.read(16)
+    if head[8:12] == b"DUCK":
+        return None
+    if head.startswith(b"SQLite format 3\x00"):
+        return "it is an SQLite database"
+    return "it does not begin as one does"
+
+
+def check_target(target: Path, fmt: Format) -> None:
+    """Refuse, with NotACopy, an existing DuckDB target that is not a DuckDB file or is a
+    database airoi pull did not make (tables, none of them its state); it is only read."""
+    if fmt != "duckdb" or not target.is_file():
+        return
+    problem = duckdb_file_problem(target)
+    if problem is not None:
+        raise NotACopy(
+            f"{target} is not a DuckDB file ({problem}); airoi pull writes its copy into a "
+            "DuckDB file of its own: give a new .duckdb name."
+        )
+    with duckdb.connect(str(target), read_only=True) as conn:
+        names = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.tables ORDER BY table_name"
+            ).fetchall()
+        ]
+    if names and STATE_TABLE not in names:
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise NotACopy(
+            f"{target} is a DuckDB database airoi pull did not make (it holds {shown} and no "
+            f"{STATE_TABLE}); nothing in it was changed. Give a new .duckdb name."
+        )
 
 
 def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:

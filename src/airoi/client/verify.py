@@ -43,7 +43,7 @@ import duckdb
 
 from airoi.client.client import Client, Row
 from airoi.client.errors import AiroiError
-from airoi.client.pull import STATE_FILE, STATE_TABLE, Format, first_row
+from airoi.client.pull import STATE_FILE, STATE_TABLE, Format, duckdb_file_problem, first_row
 from airoi.vocabulary import Window
 
 Value = int | float | str | None
@@ -227,6 +227,9 @@ def _sources(conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format) -> dict[
     if fmt == "duckdb":
         if not store.is_file():
             raise CopyError(f"{store} is not a DuckDB file (give --format parquet or csv?).")
+        problem = duckdb_file_problem(store)
+        if problem is not None:
+            raise CopyError(f"{store} is not a DuckDB file ({problem}): no copy airoi pull made.")
         try:
             conn.execute(f"ATTACH {_literal(str(store))} AS pulled (READ_ONLY)")
         except duckdb.Error as exc:
