@@ -450,6 +450,11 @@ def test_a_store_that_is_not_a_copy_is_refused(base_url: str, world: World, tmp_
     other.close()
     with pytest.raises(CopyError, match="is not a store of airoi pull"):
         verified(base_url, world, tmp_path / "other.duckdb")
+    # A format its files contradict: said, not read as a copy with nothing in it.
+    files = pulled(base_url, world, tmp_path / "files", "parquet")
+    with pytest.raises(CopyError, match=r"holds \.parquet files, not \.csv: give --format parq"):
+        verified(base_url, world, files, "csv")
+    assert verified(base_url, world, files, "parquet").differences == []
 
 
 def test_a_copy_pulled_before_entries_served_reported_on_is_refused(

@@ -163,13 +163,17 @@ def store_format(store: Path, fmt: str | None = None) -> Format:
         raise CopyError(f"Unknown format {fmt!r}: use duckdb, parquet or csv.")
     if not store.exists():
         raise CopyError(f"There is no store at {store}: make one with airoi pull --to {store}.")
+    held = [name for name in ("parquet", "csv") if store.is_dir() and any(store.glob(f"*.{name}"))]
+    if fmt in ("parquet", "csv") and held and fmt not in held:
+        raise CopyError(
+            f"{store} holds .{held[0]} files, not .{fmt}: give --format {held[0]}, or leave it out."
+        )
     if fmt is not None:
         return fmt  # type: ignore[return-value]
     if store.is_file():
         return "duckdb"
-    for candidate in ("parquet", "csv"):
-        if any(store.glob(f"*.{candidate}")):
-            return candidate
+    if held:
+        return held[0]  # type: ignore[return-value]
     raise CopyError(
         f"{store} holds no .parquet or .csv files of airoi pull: give --format, or pull into it."
     )
