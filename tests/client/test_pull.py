@@ -484,17 +484,20 @@ class Interrupted(RuntimeError):
 
 
 class InterruptAfter(httpx.BaseTransport):
-    """The real transport, until the `limit`-th request: then the run is cut off."""
+    """The real transport, until the `limit`-th request (of those whose path ends with `path`,
+    when given): then the run is cut off."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, path: str = "") -> None:
         self.inner = httpx.HTTPTransport()
         self.limit = limit
+        self.path = path
         self.count = 0
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.count += 1
-        if self.count >= self.limit:
-            raise Interrupted(f"cut off at request {self.count}")
+        if request.url.path.endswith(self.path):
+            self.count += 1
+            if self.count >= self.limit:
+                raise Interrupted(f"cut off at request {self.count}")
         return self.inner.handle_request(request)
 
 
@@ -749,21 +752,6 @@ def test_tombstones_of_a_list_not_pulled_are_passed_over(
     assert (again[DELETIONS].start, again[DELETIONS].rows) == ("cursor", 0)
 
 
-class InterruptAt(httpx.BaseTransport):
-    """The real transport, until the `nth` request for `path`: then the run is cut off."""
-
-    def __init__(self, path: str, nth: int) -> None:
-        self.inner = httpx.HTTPTransport()
-        self.path, self.nth, self.seen = path, nth, 0
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith(self.path):
-            self.seen += 1
-            if self.seen >= self.nth:
-                raise Interrupted(f"cut off at request {self.seen} for {self.path}")
-        return self.inner.handle_request(request)
-
-
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_budgets_walk_cut_off_starts_over(
     base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
@@ -773,7 +761,9 @@ def test_a_budgets_walk_cut_off_starts_over(
     # removed another (SEMANTICS R34: an initiative's tombstone means its budget row is gone).
     target = target_for(tmp_path, fmt)
     with (
-        Client(base_url, account.token, page_size=2, transport=InterruptAt("/budgets", 2)) as api,
+        Client(
+            base_url, account.token, page_size=2, transport=InterruptAfter(2, "/budgets")
+        ) as api,
         pytest.raises(Interrupted),
     ):
         pull(api, target, fmt, batch_rows=1)
