@@ -37,8 +37,8 @@ class AnotherAccountsCopy(AiroiError):
         super().__init__(
             refused.status,
             f"the copy of {resource} here is of another account than this token's (the "
-            "service refused its remembered position as issued to another account); nothing "
-            "was written. Pull this token's account into a new target.",
+            "service refused its remembered position as issued to another account); none of "
+            f"{resource} was written. Pull this token's account into a new target.",
             refused.request_id,
             body=refused.body,
         )
