@@ -855,6 +855,14 @@ DUCKDB_SUFFIXES = (".duckdb", ".db")
 FILE_FORMATS = ("parquet", "csv")
 
 
+def held_formats(directory: Path) -> list[str]:
+    """The file formats (of FILE_FORMATS, in its order) whose files `directory` holds; none
+    when it is not a directory."""
+    if not directory.is_dir():
+        return []
+    return [name for name in FILE_FORMATS if any(directory.glob(f"*.{name}"))]
+
+
 def format_for(target: Path, fmt: str | None) -> Format:
     """The format of the store at `target`: the one `--format` names, or the one the target
     implies. A .duckdb (or .db) name is a DuckDB file; a name without extension, or an
@@ -869,8 +877,7 @@ def format_for(target: Path, fmt: str | None) -> Format:
             raise ValueError(f"{target} is a directory: a DuckDB store is a file (airoi.duckdb).")
         if fmt is not None:
             return fmt  # type: ignore[return-value]
-        held = [name for name in FILE_FORMATS if any(target.glob(f"*.{name}"))]
-        return "csv" if held == ["csv"] else "parquet"
+        return "csv" if held_formats(target) == ["csv"] else "parquet"
     if fmt == "duckdb" or (fmt is None and suffix in DUCKDB_SUFFIXES):
         return "duckdb"
     if target.exists():

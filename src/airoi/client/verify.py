@@ -43,7 +43,15 @@ import duckdb
 
 from airoi.client.client import Client, Row
 from airoi.client.errors import AiroiError
-from airoi.client.pull import STATE_FILE, STATE_TABLE, Format, duckdb_file_problem, first_row
+from airoi.client.pull import (
+    FILE_FORMATS,
+    STATE_FILE,
+    STATE_TABLE,
+    Format,
+    duckdb_file_problem,
+    first_row,
+    held_formats,
+)
 from airoi.vocabulary import Window
 
 Value = int | float | str | None
@@ -163,8 +171,8 @@ def store_format(store: Path, fmt: str | None = None) -> Format:
         raise CopyError(f"Unknown format {fmt!r}: use duckdb, parquet or csv.")
     if not store.exists():
         raise CopyError(f"There is no store at {store}: make one with airoi pull --to {store}.")
-    held = [name for name in ("parquet", "csv") if store.is_dir() and any(store.glob(f"*.{name}"))]
-    if fmt in ("parquet", "csv") and held and fmt not in held:
+    held = held_formats(store)
+    if fmt in FILE_FORMATS and held and fmt not in held:
         raise CopyError(
             f"{store} holds .{held[0]} files, not .{fmt}: give --format {held[0]}, or leave it out."
         )
