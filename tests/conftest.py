@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine, text
@@ -26,6 +27,10 @@ from airoi.db.tables import metadata
 # The tests' apps keep their own metrics, and each `airoi serve` they start makes its own
 # directory: one set in the shell would be shared by all of them.
 os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+# No property test is timed: an example's duration says how busy the machine is, not whether
+# the property holds (Hypothesis' default 200 ms deadline failed under a loaded CI).
+settings.register_profile("airoi", deadline=None)
+settings.load_profile("airoi")
 POSTGRES_URL = os.environ.get("AIROI_TEST_POSTGRES_URL", "")
 REQUIRE_SERVICES = os.environ.get("AIROI_TEST_REQUIRE_SERVICES") == "1"
 

@@ -38,7 +38,6 @@ def fiscal_quarter(day: date, start_month: int) -> str:
 
 @settings(
     max_examples=12,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(

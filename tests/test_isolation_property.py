@@ -188,7 +188,6 @@ def check(client: Client, accounts: list[Account]) -> None:
 
 @settings(
     max_examples=5,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(plans=st.lists(shapes, min_size=2, max_size=3))

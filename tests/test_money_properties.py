@@ -64,7 +64,6 @@ def walk(
 
 @settings(
     max_examples=12,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(costs=st.lists(entry, max_size=25), values=st.lists(entry, max_size=25))
@@ -145,7 +144,6 @@ def test_roi_agrees_with_walking_the_entries(
 
 @settings(
     max_examples=10,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(

@@ -630,7 +630,6 @@ def client_on(db_url: str) -> Iterator[MakeClient]:
 
 @settings(
     max_examples=30,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(scenario=scenarios())

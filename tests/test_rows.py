@@ -41,7 +41,7 @@ def test_iso_ms_matches_python_formatting_at_the_edges(engine: Engine) -> None:
     assert served(engine, None) is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 12, 31)))
 def test_iso_ms_matches_python_formatting(sqlite_url: str, value: datetime) -> None:
     # SEMANTICS R3: what the loader stores (milliseconds) is served as Python would write it.

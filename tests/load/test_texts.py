@@ -53,7 +53,7 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(documents, st.booleans(), st.lists(st.integers(1, 13), min_size=1, max_size=5))
 def test_a_document_within_the_caps_passes_byte_for_byte(
     document: Any, ascii_only: bool, sizes: list[int]
