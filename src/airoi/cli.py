@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -32,9 +32,12 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-from rich.table import Table
+from rich.table import Column, Table
 
 from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, MAX_LOAD_WAIT_SECONDS, Settings
+
+if TYPE_CHECKING:  # the pull extra's (duckdb), imported by `verify` when it runs
+    from airoi.client.verify import Verification
 
 app = typer.Typer(
     help="airoi: a read-only AI-ROI reporting service. Settings come from AIROI_* variables.",
@@ -763,6 +766,14 @@ def verify(
     show_all: Annotated[
         bool, typer.Option("--all", help="List every figure compared, equal ones too.")
     ] = False,
+    rows: Annotated[
+        bool,
+        typer.Option(
+            "--rows",
+            help="Also compare every row of each list with the service's (walks every list,"
+            " as a first pull does).",
+        ),
+    ] = False,
 ) -> None:
     """Recompute /roi and the budgets' actual figures from a pulled copy; compare with the service.
 
@@ -773,8 +784,10 @@ def verify(
     version. A budget row in a currency other than the account's, with spend in any other
     currency, is not checkable from a copy (the FX table is not served): it is listed, and
     not counted as a difference. Today is the service's. Exit status 0 when every figure is
-    equal, 1 when any differs, 2 when the service or the store cannot be read. Needs the pull
-    extra (duckdb).
+    equal, 1 when any differs, 2 when the service or the store cannot be read. With --rows,
+    every row of each list the copy holds is compared by id too (budgets excepted): a row
+    missing, extra or different counts as a difference; one the service changed or deleted
+    after the copy's last pull is counted apart. Needs the pull extra (duckdb).
     """
     _require("pull", ("duckdb",), "verify", code=2)
 
@@ -789,15 +802,31 @@ def verify(
     except AiroiError as exc:
         _say(f"Verify stopped: {exc}", console=err)
         raise typer.Exit(2) from None
-    columns = (SpinnerColumn(), TextColumn("Asking /roi"), BarColumn(), MofNCompleteColumn())
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+    )
     with client, Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("roi", total=None)
+        task = progress.add_task("Asking /roi", total=None)
 
         def advance(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            progress.update(task, description="Asking /roi", completed=done, total=total)
+
+        def walked(name: str, read: int) -> None:
+            progress.update(task, description=f"Reading {name}: {read:,} rows", total=None)
 
         try:
-            result = run_verify(client, store, format_, workers=workers, progress=advance)
+            result = run_verify(
+                client,
+                store,
+                format_,
+                workers=workers,
+                progress=advance,
+                rows=rows,
+                list_progress=walked,
+            )
         except KeyboardInterrupt:
             _say("Verify interrupted: nothing was compared.", console=err)
             raise typer.Exit(130) from None
@@ -837,6 +866,7 @@ def verify(
         out.print(table)
         if len(result.unchecked) > VERIFY_SHOWN_ROWS:
             _say(f"... and {len(result.unchecked) - VERIFY_SHOWN_ROWS} more rows not checkable.")
+    row_differences = _show_row_checks(result, show_all)
     _say(
         f"Service {result.base_url} as of {result.today.isoformat()} ({result.currency}); "
         f"copy {result.store} ({result.fmt})."
@@ -847,8 +877,59 @@ def verify(
         f"{len(differences)} differ, {len(result.unchecked)} budget rows not checkable from "
         f"a copy. {result.seconds:.2f} s, {result.requests} requests."
     )
-    if differences:
+    if differences or row_differences:
         raise typer.Exit(1)
+
+
+def _show_row_checks(result: Verification, show_all: bool) -> int:
+    """verify --rows: the lists compared and the rows that differ; how many differ."""
+    if result.lists is None:
+        return 0
+    table = Table(
+        Column("list", no_wrap=True), "served", "copy", "missing", "extra", "differ",
+        "changed since", "deleted since", title="Rows compared",
+    )  # fmt: skip
+    for check in result.lists:
+        table.add_row(
+            check.resource,
+            f"{check.served:,}",
+            f"{check.held:,}",
+            f"{check.count('missing'):,}",
+            f"{check.count('extra'):,}",
+            f"{check.count('different'):,}",
+            f"{check.changed_since:,}",
+            f"{check.deleted_since:,}",
+        )
+    out.print(table)
+    for check in result.lists:
+        if check.not_in_copy:
+            _say(
+                f"Note: the copy's {check.resource} have no {', '.join(check.not_in_copy)} "
+                "column (pulled before the service served it): not compared."
+            )
+    if result.lists_not_pulled:
+        _say(f"Note: not in this copy, so not compared: {', '.join(result.lists_not_pulled)}.")
+    differing = result.row_differences
+    if differing:
+        shown = differing if show_all else differing[:VERIFY_SHOWN_ROWS]
+        table = Table("list", "id", "difference", "columns", title="Rows that differ")
+        for difference in shown:
+            table.add_row(
+                difference.resource,
+                str(difference.id),
+                difference.kind,
+                ", ".join(difference.columns),
+            )
+        out.print(table)
+        if len(differing) > len(shown):
+            _say(f"... and {len(differing) - len(shown)} more rows (--all lists every one).")
+    changed = sum(c.changed_since + c.deleted_since for c in result.lists)
+    _say(
+        f"{sum(c.held for c in result.lists):,} rows of {len(result.lists)} lists compared: "
+        f"{len(differing):,} differ; {changed:,} changed or deleted in the service since the "
+        "copy was pulled (pull again to bring them)."
+    )
+    return len(differing)
 
 
 def _database_error() -> type[Exception] | None:

@@ -119,7 +119,7 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _saved_state(updated_since: str | None, cursor: str | None, walk_max: str | None) -> WalkState:
+def saved_state(updated_since: str | None, cursor: str | None, walk_max: str | None) -> WalkState:
     """A state as any version wrote it. Earlier versions kept `cursor` only while a walk
     was under way (the next page of a walk asked with `updated_since`), and that walk's
     largest updated_at in `walk_max`. The cursor is still the position after the last row
@@ -229,7 +229,7 @@ class Store:
         state_path = self.target / STATE_FILE
         if state_path.exists():
             for name, saved in json.loads(state_path.read_text()).items():
-                self._saved[name] = _saved_state(
+                self._saved[name] = saved_state(
                     saved.get("updated_since"), saved.get("cursor"), saved.get("walk_max")
                 )
         columns_path = self.target / COLUMNS_FILE
@@ -246,24 +246,12 @@ class Store:
         types = self._csv_types.get(name)
         if types is None:  # a store of a version that kept no types: as DuckDB detects them
             return f"read_csv({_literal(str(path))}, header = true)"
-        # Every value read as the text written ('' stays '', not null), then cast to the type
-        # its column had; a column the record does not know stays text.
-        text = (
-            f"read_csv({_literal(str(path))}, header = true, all_varchar = true,"
-            " allow_quoted_nulls = false)"
-        )
         # The header is read once per version of the file (DuckDB samples the file for it);
         # writing the file forgets it.
         header = self._headers.get(name)
         if header is None:
-            described = self.conn.execute(f"DESCRIBE SELECT * FROM {text}").fetchall()
-            header = self._headers[name] = [row[0] for row in described]
-        known = dict(types)
-        selected = ", ".join(
-            f"CAST({_quote(column)} AS {known.get(column, 'VARCHAR')}) AS {_quote(column)}"
-            for column in header
-        )
-        return f"(SELECT {selected} FROM {text})"
+            header = self._headers[name] = csv_header(self.conn, path)
+        return typed_csv(path, header, types)
 
     def _write_file(self, name: str, query: str) -> int:
         """Write the rows of `query` to the list's file, whole or not at all; how many."""
@@ -295,7 +283,7 @@ class Store:
                 [name],
             )
         )
-        return _saved_state(*row) if row else None
+        return saved_state(*row) if row else None
 
     def _settled(self, name: str) -> None:
         """The files hold what was staged for `name`: record its position, drop the staging."""
@@ -398,7 +386,7 @@ class Store:
                 [name],
             )
         )
-        return _saved_state(*row) if row else WalkState()
+        return saved_state(*row) if row else WalkState()
 
     def _save_state(self, name: str, state: WalkState) -> None:
         self.conn.execute(
@@ -638,6 +626,31 @@ def check_target(target: Path, fmt: Format) -> None:
             f"{target} is a DuckDB database airoi pull did not make (it holds {shown} and no "
             f"{STATE_TABLE}); nothing in it was changed. Give a new .duckdb name."
         )
+
+
+def _csv_text(path: Path) -> str:
+    # Every value read as the text written ('' stays '', not null).
+    return (
+        f"read_csv({_literal(str(path))}, header = true, all_varchar = true,"
+        " allow_quoted_nulls = false)"
+    )
+
+
+def csv_header(conn: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+    """The column names of a CSV file of a store."""
+    described = conn.execute(f"DESCRIBE SELECT * FROM {_csv_text(path)}").fetchall()
+    return [row[0] for row in described]
+
+
+def typed_csv(path: Path, header: Iterable[str], types: Iterable[list[str]]) -> str:
+    """The SQL reading a CSV file of a store, each column cast from the text written to the
+    type `_airoi_columns.json` gives it; a column it does not know stays text."""
+    known = dict(types)
+    selected = ", ".join(
+        f"CAST({_quote(column)} AS {known.get(column, 'VARCHAR')}) AS {_quote(column)}"
+        for column in header
+    )
+    return f"(SELECT {selected} FROM {_csv_text(path)})"
 
 
 def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:

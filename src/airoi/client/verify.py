@@ -52,6 +52,7 @@ from airoi.client.pull import (
     first_row,
     held_formats,
 )
+from airoi.client.verify_rows import ListCheck, ListProgress, RowDifference, check_rows
 from airoi.vocabulary import Window
 
 Value = int | float | str | None
@@ -148,10 +149,18 @@ class Verification:
     budget_rows: int = 0
     requests: int = 0
     seconds: float = 0.0
+    # --rows: each list compared row by row (airoi.client.verify_rows), and the lists the
+    # copy does not hold.
+    lists: list[ListCheck] | None = None
+    lists_not_pulled: list[str] = field(default_factory=list)
 
     @property
     def differences(self) -> list[Compared]:
         return [c for c in self.compared if not c.equal]
+
+    @property
+    def row_differences(self) -> list[RowDifference]:
+        return [d for check in self.lists or () for d in check.differences]
 
 
 # -- the copy ------------------------------------------------------------------------------
@@ -591,8 +600,11 @@ def verify(
     *,
     workers: int = DEFAULT_WORKERS,
     progress: Progress | None = None,
+    rows: bool = False,
+    list_progress: ListProgress | None = None,
 ) -> Verification:
-    """Compare the copy at `store` with the service `client` asks.
+    """Compare the copy at `store` with the service `client` asks; with `rows`, every row of
+    each list too (`airoi.client.verify_rows`).
 
     Raises CopyError when the store cannot be read, AiroiError when the service cannot be
     asked, Inconclusive when its answers are not all of one day.
@@ -614,6 +626,10 @@ def verify(
             today,
         )
         result.notes += _notes(conn)
+        if rows:
+            result.lists, result.lists_not_pulled = check_rows(
+                client, conn, store, found_format, progress=list_progress
+            )
     except duckdb.Error as exc:
         conn.close()
         raise CopyError(f"The store at {store} could not be read ({_first_line(exc)}).") from exc

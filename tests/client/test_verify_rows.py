@@ -1,0 +1,227 @@
+"""`airoi verify --rows`: every row of a copy against the service's, by id, with what changed
+in the service after the copy told apart from what the copy got wrong (SEMANTICS R34, R36).
+
+The account (tests/client/conftest.py) holds 3 initiatives, 7 cost entries, 6 value entries,
+1 metric, 3 observations, 1 decision and 1 integration; the counts below are those.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from airoi.client import Client
+from airoi.client.pull import RESOURCES, Format, pull
+from airoi.load import load_bundle
+from tests.client.conftest import LATER, Account
+
+duckdb = pytest.importorskip("duckdb")
+
+from airoi.client.verify import Verification, verify  # noqa: E402 - needs duckdb
+from airoi.client.verify_rows import ListCheck  # noqa: E402
+
+FORMATS: list[Format] = ["duckdb", "parquet", "csv"]
+HELD = {
+    "initiatives": 3,
+    "cost_entries": 7,
+    "value_entries": 6,
+    "metrics": 1,
+    "observations": 3,
+    "decisions": 1,
+    "integrations": 1,
+}
+
+
+def target_for(tmp_path: Path, fmt: Format) -> Path:
+    return tmp_path / "copy.duckdb" if fmt == "duckdb" else tmp_path / f"copy-{fmt}"
+
+
+def pulled(api: Client, tmp_path: Path, fmt: Format = "duckdb", **options: object) -> Path:
+    target = target_for(tmp_path, fmt)
+    pull(api, target, fmt, **options)  # type: ignore[arg-type]
+    return target
+
+
+def checked(api: Client, target: Path) -> Verification:
+    result = verify(api, target, rows=True, workers=2)
+    assert result.lists is not None
+    return result
+
+
+def lists(result: Verification) -> dict[str, ListCheck]:
+    assert result.lists is not None
+    return {check.resource: check for check in result.lists}
+
+
+def differences(result: Verification) -> set[tuple[str, int, str, tuple[str, ...]]]:
+    return {(d.resource, d.id, d.kind, d.columns) for d in result.row_differences}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_fresh_copy_equals_the_service_row_for_row(
+    api: Client, account: Account, tmp_path: Path, fmt: Format
+) -> None:
+    result = checked(api, pulled(api, tmp_path, fmt))
+    found = lists(result)
+    # Budgets are read whole and recomputed as figures, never compared row by row.
+    assert set(found) == set(HELD)
+    assert {name: (c.served, c.held) for name, c in found.items()} == {
+        name: (count, count) for name, count in HELD.items()
+    }
+    assert result.row_differences == []
+    assert all(c.changed_since == c.deleted_since == 0 for c in found.values())
+    assert result.differences == []  # the figures, as without --rows
+
+
+def test_rows_edited_removed_or_added_in_the_copy_are_named(
+    api: Client, account: Account, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path)
+    first, second, third = account.cost_entries[:3]
+    conn = duckdb.connect(str(target))
+    # Edits no figure would show (a note, a vendor name), a cent, a row gone, a row added.
+    conn.execute("UPDATE cost_entries SET notes = 'edited' WHERE id = ?", [first])
+    conn.execute(
+        "UPDATE cost_entries SET vendor_name = 'Other', amount_cents = amount_cents + 1"
+        " WHERE id = ?",
+        [second],
+    )
+    conn.execute("DELETE FROM cost_entries WHERE id = ?", [third])
+    conn.execute(
+        "INSERT INTO observations SELECT * REPLACE (999001 AS id) FROM observations LIMIT 1"
+    )
+    renamed = account.initiatives[2]
+    conn.execute("UPDATE initiatives SET title = title || ' ' WHERE id = ?", [renamed])
+    conn.close()
+
+    result = checked(api, target)
+
+    assert differences(result) == {
+        ("cost_entries", first, "different", ("notes",)),
+        ("cost_entries", second, "different", ("amount_cents", "vendor_name")),
+        ("cost_entries", third, "missing", ()),
+        ("observations", 999001, "extra", ()),
+        ("initiatives", renamed, "different", ("title",)),
+    }
+    assert lists(result)["cost_entries"].held == 6
+
+
+def test_changes_made_in_the_service_after_the_pull_are_not_differences(
+    api: Client, account: Account, engine: Engine, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path)
+    # SEMANTICS R34, R36: a changed row and a new one carry a later updated_at; a deleted
+    # one a tombstone after the copy's position.
+    rows = {r["id"]: r for r in account.builder.data["cost_entries"]}
+    changed, deleted = account.cost_entries[0], account.cost_entries[1]
+    new = dict(rows[changed], id=999_002)
+    load_bundle(
+        engine,
+        {
+            "cost_entries": [{**rows[changed], "notes": "changed later"}, new],
+            "delete": {"cost_entries": [deleted]},
+        },
+        now=LATER,
+    )
+
+    result = checked(api, target)
+
+    costs = lists(result)["cost_entries"]
+    assert (costs.served, costs.held) == (7, 7)  # 7 - 1 deleted + 1 new; the copy's 7
+    assert (costs.changed_since, costs.deleted_since) == (2, 1)
+    assert result.row_differences == []
+
+    pull(api, target, "duckdb")  # pulled again: nothing left to tell apart
+    again = lists(checked(api, target))["cost_entries"]
+    assert (again.served, again.held, again.changed_since, again.deleted_since) == (7, 7, 0, 0)
+
+
+def test_a_deletion_the_copy_kept_past_its_position_is_a_difference(
+    api: Client, account: Account, engine: Engine, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path)
+    gone = account.cost_entries[4]
+    conn = duckdb.connect(str(target))
+    conn.execute("CREATE TABLE kept AS SELECT * FROM cost_entries WHERE id = ?", [gone])
+    conn.close()
+    load_bundle(engine, {"delete": {"cost_entries": [gone]}}, now=LATER)
+    pull(api, target, "duckdb")  # the copy applies the tombstone and moves past it
+    conn = duckdb.connect(str(target))
+    conn.execute("INSERT INTO cost_entries SELECT * FROM kept")
+    conn.close()
+
+    result = checked(api, target)
+
+    # The tombstone is behind the copy's /deletions position: the row should not be there.
+    assert differences(result) == {("cost_entries", gone, "extra", ())}
+    assert lists(result)["cost_entries"].deleted_since == 0
+
+
+def test_a_csv_copy_is_read_back_with_its_types(
+    api: Client, account: Account, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path, "csv")
+    path = target / "cost_entries.csv"
+    with path.open(newline="") as f:
+        table = list(csv.DictReader(f))
+    edited = int(table[0]["id"])
+    table[0]["description"] = "typed by hand"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+
+    result = checked(api, target)
+
+    # Everything else read back from text equals what is served (dates, stamps, booleans,
+    # lists, nulls and empty text).
+    assert differences(result) == {("cost_entries", edited, "different", ("description",))}
+
+
+def test_lists_not_pulled_into_the_copy_are_said_and_left_out(
+    api: Client, account: Account, tmp_path: Path
+) -> None:
+    chosen = [r for r in RESOURCES if r.name in ("initiatives", "cost_entries", "value_entries")]
+    result = checked(api, pulled(api, tmp_path, resources=chosen))
+    assert set(lists(result)) == {"initiatives", "cost_entries", "value_entries"}
+    assert result.lists_not_pulled == ["metrics", "observations", "decisions", "integrations"]
+    assert result.row_differences == []
+
+
+def test_the_command_compares_rows_with_rows_and_exits_1_on_a_difference(
+    base_url: str, api: Client, account: Account, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path)
+    env = {**os.environ, "AIROI_TOKEN": account.token, "COLUMNS": "200"}
+    command = [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store",
+               str(target)]  # fmt: skip
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *args], env=env, capture_output=True, text=True, check=False, timeout=120
+        )
+
+    equal = run("--rows")
+    assert equal.returncode == 0, equal.stderr
+    said = " ".join(equal.stdout.split())
+    assert "22 rows of 7 lists compared: 0 differ" in said  # 3 + 7 + 6 + 1 + 3 + 1 + 1
+    # served, copy, missing, extra, differ, changed since, deleted since
+    assert "│ cost_entries │ 7 │ 7 │ 0 │ 0 │ 0 │ 0 │ 0 │" in said
+
+    conn = duckdb.connect(str(target))
+    conn.execute("UPDATE decisions SET rationale = 'rewritten'")
+    conn.close()
+    assert run().returncode == 0  # the figures alone do not see it
+    differ = run("--rows")
+    assert differ.returncode == 1, differ.stderr
+    said = " ".join(differ.stdout.split())
+    assert "22 rows of 7 lists compared: 1 differ" in said
+    assert "│ decisions │ 1 │ 1 │ 0 │ 0 │ 1 │ 0 │ 0 │" in said
+    assert "│ different │ rationale │" in said
+    assert account.token not in differ.stdout + differ.stderr
