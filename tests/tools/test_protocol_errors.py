@@ -140,3 +140,27 @@ def test_the_wrapper_passes_other_statuses_through() -> None:
     sent = run_wrapped(200, chunks)
     assert [m.get("body") for m in sent[1:]] == chunks
     assert sent[0]["status"] == 200
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_a_deeply_nested_request_is_refused_not_a_500(
+    served: Served, world: World, depth: int
+) -> None:
+    # A value nested deeper than a decoder recurses, anywhere in the request: the answer is
+    # still a fixed refusal, with or without a token (it was a 500 and a logged traceback).
+    nested = b'{"jsonrpc":"2.0","id":1,"method":"ping","x":' + b"[" * depth + b"]" * depth + b"}"
+    refused = post(served, world.token_a, nested, "2025-06-18")
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] in (-32700, -32600)
+    anonymous = httpx.post(
+        served.mcp_url,
+        content=nested,
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        },
+        timeout=30,
+    )
+    assert anonymous.status_code == 401, anonymous.text
+    assert anonymous.json()["jsonrpc"] == "2.0"
+    assert anonymous.json()["id"] is None

@@ -200,7 +200,8 @@ def request_id_in(body: bytes) -> int | str | None:
     (not JSON, a batch), or its id is not an integer or a short string."""
     try:
         request_id = msgspec.json.decode(body, type=_Envelope).id
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    # A value nested deeper than the decoder recurses (about 1,000 levels) is no request either.
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     if isinstance(request_id, str) and len(request_id) > MAX_ECHOED_ID_CHARS:
         return None
