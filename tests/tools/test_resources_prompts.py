@@ -370,6 +370,9 @@ def test_with_a_breakdown_tool_the_prompts_use_it() -> None:
     paged = initiatives_over_budget(richer, None)
     assert ("list_initiatives", {"status": "active", "limit": 50, "cursor": "x"}) in calls_in(paged)
     assert "only the 50 most recently changed" in initiatives_over_budget(base, None)
+    # With no budget every budget figure is 0 (SEMANTICS R25): the spend is asked of /roi's tool.
+    unbudgeted = ("get_roi_summary", {"initiative_id": 1, "window": "all"})
+    assert unbudgeted in calls_in(initiatives_over_budget(base, None))
 
 
 def test_the_default_month_turns_the_year() -> None:

@@ -4,11 +4,12 @@ then the structured content as compact JSON; structuredContent itself unchanged.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from airoi.tools.summaries import money
+from airoi.tools.summaries import initiative_detail, money
 from tests.tools.conftest import Served
 from tests.tools.world import World
 
@@ -100,3 +101,34 @@ def test_the_breakdown_and_list_lines(served: Served, world: World) -> None:
 )
 def test_money_is_written_as_people_read_it(cents: int | None, currency: str, shown: str) -> None:
     assert money(cents, currency) == shown
+
+
+def detail(status: str, budgeted: bool = True, **figures: int) -> SimpleNamespace:
+    amounts = {"budget_to_date_cents": 0, "actual_to_date_cents": 0,
+               "spent_before_budget_cents": 0, **figures}  # fmt: skip
+    budget = SimpleNamespace(budgeted=budgeted, status=status, currency="USD", **amounts)
+    return SimpleNamespace(
+        title="Triage bot", stage="live", budget=budget,
+        business_case=SimpleNamespace(currency="USD"),
+    )  # fmt: skip
+
+
+def test_the_initiative_line_says_the_spend_a_budget_does_not_count() -> None:
+    # SEMANTICS R25: a scheduled budget's figures are all 0 and the spend so far stands apart;
+    # R21: spend before a begun budget is in neither figure.
+    assert initiative_detail(detail("scheduled", spent_before_budget_cents=638_440)) == (
+        "Triage bot (live): budget not begun (scheduled), spent $6,384.40 so far."
+    )
+    within = detail("within", budget_to_date_cents=100_000, actual_to_date_cents=25_050,
+                    spent_before_budget_cents=999)  # fmt: skip
+    assert initiative_detail(within) == (
+        "Triage bot (live): budget to date $1,000.00, spent $250.50 (within), and $9.99 "
+        "before it began."
+    )
+    over = detail("over", budget_to_date_cents=100, actual_to_date_cents=101)
+    assert initiative_detail(over) == (
+        "Triage bot (live): budget to date $1.00, spent $1.01 (over)."
+    )
+    assert initiative_detail(detail("no_budget", budgeted=False)) == (
+        "Triage bot (live): no approved budget."
+    )

@@ -206,6 +206,9 @@ def initiatives_over_budget(tools: Toolbox, min_overrun_percent: str | None) -> 
         "revision_pending.",
         f"Over budget: status over, with {over}. Heading over: status within, but "
         "actual_monthly_run_rate_cents above budget_monthly_run_rate_cents.",
+        "With no approved budget (budgeted false) every budget figure is 0: for the spend of "
+        f"each such initiative {call('get_roi_summary', {'initiative_id': ID, 'window': 'all'})}"
+        " and read total_cost_cents.",
     ]
     return _numbered(
         "Find the AI initiatives that are over budget, for a finance lead, with the airoi tools.",

@@ -74,13 +74,19 @@ def initiative_detail(r: Any) -> str:
     b = r.budget
     c = b.currency or r.business_case.currency
     line = f"{r.title} ({r.stage})"
-    if b.budgeted:
-        line += (
-            f": budget to date {money(b.budget_to_date_cents, c)}, spent "
-            f"{money(b.actual_to_date_cents, c)} ({b.status.replace('_', ' ')})"
+    if not b.budgeted:
+        return line + ": no approved budget."
+    if b.status == "scheduled":  # SEMANTICS R25: every budget figure 0; the spend stands apart
+        return line + (
+            f": budget not begun (scheduled), spent {money(b.spent_before_budget_cents, c)} "
+            "so far."
         )
-    else:
-        line += ": no approved budget"
+    line += (
+        f": budget to date {money(b.budget_to_date_cents, c)}, spent "
+        f"{money(b.actual_to_date_cents, c)} ({b.status.replace('_', ' ')})"
+    )
+    if b.spent_before_budget_cents:  # R21: in neither figure above
+        line += f", and {money(b.spent_before_budget_cents, c)} before it began"
     return line + "."
 
 
