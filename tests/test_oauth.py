@@ -242,12 +242,16 @@ def test_oauth_routes_answer_only_their_methods(oauth_client: Client) -> None:
         "http://example.com/callback",  # http off loopback
         "https://example.com/callback#frag",
         "cursor://anysphere/callback",
+        # Reads as localhost on the consent page; the code would go to evil.example.
+        "https://localhost:8213@evil.example/cb",
+        "http://user:pw@127.0.0.1/cb",
     ],
 )
 def test_registration_takes_https_or_loopback_http_only(oauth_client: Client, uri: str) -> None:
     response = oauth_client.post("/oauth/register", json={"redirect_uris": [uri]})
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_redirect_uri"
+    assert "evil" not in response.text and "pw" not in response.text
 
 
 def test_registration_keeps_only_the_secrets_hash(oauth_client: Client, engine: Engine) -> None:

@@ -258,7 +258,10 @@ def _page_headers(redirect_origin: str | None = None) -> dict[str, str]:
         ),
         "X-Frame-Options": "DENY",
         "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
+        # Not no-referrer: a page under that policy posts its forms with `Origin: null`
+        # (Fetch), which `_submitted` refuses as another site's. same-origin names this
+        # page's origin to itself alone; the redirect to the client carries no Referer.
+        "Referrer-Policy": "same-origin",
         "Cache-Control": "no-store",
     }
 

@@ -181,6 +181,8 @@ def redirect_uri_refusal(uri: str) -> str | None:
     parts = urlsplit(uri)
     if parts.fragment or "#" in uri:
         return "A redirect URI must not have a fragment."
+    if "@" in parts.netloc:  # https://localhost@evil.example/ goes to evil.example
+        return "A redirect URI must not hold a user name or password before its host."
     host = (parts.hostname or "").lower()
     if parts.scheme == "https" and host:
         return None
