@@ -679,3 +679,48 @@ def test_the_screenshot_at_1280(watched: Watched, served: Served, tmp_path: Path
     path = screenshot_folder(tmp_path) / "dashboard.png"
     watched.page.screenshot(path=str(path), full_page=True)
     assert 10_000 < path.stat().st_size < 400_000
+
+
+def test_text_from_the_data_stays_in_its_place_and_no_figure_reads_minus_zero(
+    watched: Watched, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'edges.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    account = b.account(name="Edges", currency="USD")
+    owner = b.user(account, role="owner", name="\u202eMaya Admin")  # a right-to-left override
+    secret = b.token(owner)
+    long_title = "x" * 400  # one word wider than any screen
+    initiative = b.initiative(account, title=long_title, owner_id=owner, category="Finance")
+    # Net value 10 - 49 = -39 cents: -$0.39, which rounds to $0 (not "-$0").
+    b.cost_entry(initiative, amount_cents=49, period_start="2026-01-01")
+    b.value_entry(initiative, amount_cents=10, period_start="2026-01-01")
+    b.load(engine)
+    engine.dispose()
+    store = RunningServer(Settings(database_url=url, today=date(2026, 6, 15)))
+    try:
+        watched.other_server = f"127.0.0.1:{store.port}"
+        page = watched.page
+        page.goto(f"{store.base_url}/#token={secret}")
+        page.wait_for_selector(READY)
+        net = [f for f in watched.figures() if f["figure"] == "roi.net_value_cents"]
+        assert net and all(f["cents"] == "-39" for f in net)
+        assert {(f["text"], f["title"]) for f in net} == {("$0", "-$0.39")}
+        # The ranking keeps its figures in view: the long title breaks inside its cell.
+        wrap = page.eval_on_selector(
+            "table.ranked",
+            "t => [t.closest('.table-wrap').scrollWidth, t.closest('.table-wrap').clientWidth]",
+        )
+        assert wrap[0] <= wrap[1], wrap
+        page.goto(f"{store.base_url}/#/initiatives/{initiative}")
+        page.wait_for_selector(f"{READY} [data-view=initiative]")
+        # The owner's name and the category each in an element of its own, isolated: the
+        # override reorders the name alone.
+        isolated = page.eval_on_selector_all(
+            "#view .view-head bdi",
+            "els => els.map(e => [e.textContent, getComputedStyle(e).unicodeBidi])",
+        )
+        assert isolated == [["\u202eMaya Admin", "isolate"], ["Finance", "isolate"]]
+    finally:
+        store.stop()

@@ -131,9 +131,13 @@
     if (!formats.has(key)) {
       let format;
       try {
+        // Exact: every amount is in hundredths of its unit, whatever the currency's own minor
+        // unit (a JPY figure of 16724950 is 167,249.50). Rounded: whole units, and a figure
+        // that rounds to 0 shows no minus sign.
         format = new Intl.NumberFormat(undefined, exact
-          ? { style: "currency", currency }
-          : { style: "currency", currency, maximumFractionDigits: 0, minimumFractionDigits: 0 });
+          ? { style: "currency", currency, minimumFractionDigits: 2, maximumFractionDigits: 2 }
+          : { style: "currency", currency, maximumFractionDigits: 0, minimumFractionDigits: 0,
+              signDisplay: "negative" });
       } catch (error) {
         format = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2 });
       }
@@ -470,8 +474,8 @@
         h("p", { class: "crumb" }, h("a", { href: "#/" }, "Portfolio"), " / initiative"),
         h("h1", {}, initiative.title),
         h("p", { class: "muted" }, stageBadge(initiative.stage),
-          initiative.owner ? ` · owner ${initiative.owner.name}` : "",
-          initiative.category ? ` · ${initiative.category}` : "",
+          initiative.owner ? [" · owner ", h("bdi", {}, initiative.owner.name)] : "",
+          initiative.category ? [" · ", h("bdi", {}, initiative.category)] : "",
           initiative.is_sample ? " · sample" : "")),
     );
     const about = initiative.description ? h("p", { class: "lead" }, initiative.description) : null;
@@ -638,7 +642,7 @@
     view.append(section(`Needing attention (${attention.length})`, { "data-attention": "true" },
       attention.length === 0 ? h("p", { class: "muted" }, "Every connection is syncing.") :
         h("ul", { class: "attention" }, attention.map((row) => h("li", { "data-integration": row.id },
-          h("strong", {}, name(row)), h("span", { class: "muted" }, ` · ${row.platform}`),
+          h("strong", {}, name(row)), h("span", { class: "muted" }, " · ", h("bdi", {}, row.platform)),
           h("p", {}, row.reauth_required_at
             ? `The platform refused the grant on ${day(row.reauth_required_at)}: a person must reconnect it.`
             : `Syncs are failing (last sync: ${row.last_sync_status || "unknown"}).`),
