@@ -77,10 +77,8 @@ def initiative_detail(r: Any) -> str:
     if not b.budgeted:
         return line + ": no approved budget."
     if b.status == "scheduled":  # SEMANTICS R25: every budget figure 0; the spend stands apart
-        return line + (
-            f": budget not begun (scheduled), spent {money(b.spent_before_budget_cents, c)} "
-            "so far."
-        )
+        spent = money(b.spent_before_budget_cents, c)
+        return f"{line}: budget not begun (scheduled), spent {spent} so far."
     line += (
         f": budget to date {money(b.budget_to_date_cents, c)}, spent "
         f"{money(b.actual_to_date_cents, c)} ({b.status.replace('_', ' ')})"
