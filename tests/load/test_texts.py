@@ -200,3 +200,34 @@ def test_a_flood_of_problems_says_where_it_stopped_counting(
     assert caught.value.problems[-1] == (
         "bundle: 50 or more problems not listed (counting stopped there)"
     )
+
+
+@pytest.mark.parametrize("sizes", [[1], [3], [7], [64], [4096], [65536]])
+def test_a_run_of_digits_past_the_cap_is_cut_between_strings_only(sizes: list[int]) -> None:
+    cap = texts.MAX_NUMBER_DIGITS
+    long, kept = "9" * 5_000, "9" * cap
+    text = f'[{long}, -{long}.5, 1e{long}, "{long}", {"1" * cap}, 12]'
+    assert json.loads(through(text.encode(), sizes)) == [
+        int(kept),
+        -float(kept + ".5"),
+        float("inf"),  # 1e followed by 100 nines: json reads it as a float
+        long,  # a string's digits are its text, never cut
+        int("1" * cap),  # at the cap: as it came
+        12,
+    ]
+
+
+@pytest.mark.parametrize("digits", [5_000, 100_000, 3_000_000])
+def test_a_number_of_thousands_of_digits_is_refused_naming_the_field(
+    engine: Engine, tmp_path: Path, digits: int
+) -> None:
+    # It crashed the parser: a traceback at 4,301 digits, a segmentation fault at 100,000.
+    path = tmp_path / "bundle.json"
+    path.write_text(
+        json.dumps(bundle_with(title="Bot")).replace('"id": 5', '"id": ' + "7" * digits)
+    )
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, path)
+    (problem,) = caught.value.problems
+    assert problem.startswith("initiatives[#0].id: " + "7" * texts.MAX_NUMBER_DIGITS + " is not")
+    assert len(problem) < 300

@@ -11,8 +11,14 @@ Two things the parser cannot be trusted with:
   into bytes that are not UTF-8). Each is written as `\\uffff` instead, a noncharacter no
   text field takes, so the field's own check refuses it, naming the record and the field.
 
-Only bytes inside strings are touched, and only there are backslashes and quotes special;
-a chunk with neither a backslash nor a string past the cap passes through as it came.
+And one thing between strings: a number's run of digits. The parser turns a run of more
+than 4,300 digits into a crash (the interpreter refuses the integer, and the C parser fails
+on the refusal, at 100,000 digits with a segmentation fault). A run past
+`MAX_NUMBER_DIGITS` is cut there: no field takes a number of even that many digits, so the
+field's own check refuses what is left, naming the record and the field.
+
+Only bytes inside strings and digits between them are touched; a chunk with no backslash,
+no string past the cap and no long run of digits passes through as it came.
 """
 
 from __future__ import annotations
@@ -23,9 +29,19 @@ from typing import Final, Protocol
 # The longest string text handed to the parser: more than any field takes once decoded
 # (100,000 characters, 6 bytes each when written as \u escapes).
 MAX_STRING_BYTES: Final = 1_000_000
+# The most digits of one run handed to the parser: far more than any number a field takes
+# (an id or an amount has at most 19), far fewer than the interpreter converts (4,300).
+MAX_NUMBER_DIGITS: Final = 100
 # A noncharacter standing for a lone surrogate (U+FFFF; see airoi.load.values.check_text).
 LONE_SURROGATE: Final = b"\\uffff"
 _SPECIAL = re.compile(rb'["\\]')
+_DIGITS: Final = b"0123456789"
+_DIGIT_RUN = re.compile(rb"[0-9]+")
+_LONG_DIGIT_RUN = re.compile(rb"[0-9]{%d,}" % (MAX_NUMBER_DIGITS + 1))
+# Digits as "0", every other byte as "x": a run too long is then a substring search, several
+# times faster than the pattern above over a chunk that has none.
+_AS_RUNS: Final = bytes(48 if 48 <= b <= 57 else 120 for b in range(256))
+_TOO_LONG: Final = b"0" * (MAX_NUMBER_DIGITS + 1)
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
@@ -54,6 +70,7 @@ class TextGuard:
         self.in_string = False
         self.length = 0  # bytes of the current string's text so far
         self.skipping = False  # past the cap: the string's text is dropped up to its end
+        self.digits = 0  # digits read of the number the last read ended in, between strings
         self.done = False
 
     def read(self, size: int = -1) -> bytes:
@@ -99,8 +116,42 @@ class TextGuard:
                 return None
         else:
             self.length = 0
+        if self.digits + len(data) - len(data.lstrip(_DIGITS)) <= MAX_NUMBER_DIGITS and (
+            _TOO_LONG not in data.translate(_AS_RUNS)
+        ):  # no run of digits is too long, in a string or not: only the last one is counted
+            trailing = len(data) - len(data.rstrip(_DIGITS))
+            whole = trailing == len(data)
+            self.digits = 0 if ends_inside else self.digits + trailing if whole else trailing
+            self.in_string = ends_inside
+            return data
+        cut = False
+        for index in range(1 if self.in_string else 0, len(pieces), 2):  # between strings
+            if index:
+                self.digits = 0  # a string came before this text
+            shorter = self._between(pieces[index])
+            if shorter is not None:
+                pieces[index], cut = shorter, True
+        if ends_inside:
+            self.digits = 0
         self.in_string = ends_inside
-        return data
+        return b'"'.join(pieces) if cut else data
+
+    def _between(self, text: bytes) -> bytes | None:
+        """Text between strings with every run of digits cut to MAX_NUMBER_DIGITS (the run
+        the last read ended in counted); None when no run is that long."""
+        before = self.digits
+        leading = len(text) - len(text.lstrip(_DIGITS))
+        self.digits = (
+            before + len(text) if leading == len(text) else (len(text) - len(text.rstrip(_DIGITS)))
+        )
+        if before + leading <= MAX_NUMBER_DIGITS and not _LONG_DIGIT_RUN.search(text):
+            return None
+        first = max(0, MAX_NUMBER_DIGITS - before)
+
+        def kept(run: re.Match[bytes]) -> bytes:
+            return run[0][: first if run.start() == 0 else MAX_NUMBER_DIGITS]
+
+        return _DIGIT_RUN.sub(kept, text)
 
     def _careful(self, data: bytes) -> bytes:
         """Special byte by special byte: escapes, lone surrogates, the cap. `data[kept:at]`
@@ -111,8 +162,14 @@ class TextGuard:
         while at < n:
             if not self.in_string:
                 quote = data.find(b'"', at)
+                end = n if quote < 0 else quote
+                shorter = self._between(data[at:end])
+                if shorter is not None:
+                    out += [data[kept:at], shorter]
+                    kept = end
                 if quote < 0:
                     break
+                self.digits = 0
                 self.in_string, self.length, at = True, 0, quote + 1
                 continue
             found = _SPECIAL.search(data, at)
