@@ -397,6 +397,9 @@ def test_derived_fields_are_computed_and_served_only_fields_ignored(engine: Engi
             "amount_cents": 900,
             "cost_type": "training",
             "cost_category": "opex",
+            # SEMANTICS R35's fields of a row copied from the API: computed again, not loaded.
+            "account_amount_cents": 1,
+            "reported_on": "1999-01-01",
         },
     ]
     bundle["value_entries"] += [
@@ -422,6 +425,10 @@ def test_derived_fields_are_computed_and_served_only_fields_ignored(engine: Engi
     loaded(engine, bundle)
     category = {r["id"]: r["cost_category"] for r in rows(engine, tables.cost_entries)}
     assert category == {17: "opex", 18: "capex", 19: "capex", 20: "opex", 22: "opex"}
+    copied = one(engine, tables.cost_entries, id=22)
+    # No period and no currency: the account's, at its own amount, dated by created_at (R2).
+    assert copied["account_amount_cents"] == 900
+    assert copied["entry_date"] == copied["created_at"].date()
     provenance = {r["id"]: r["provenance"] for r in rows(engine, tables.value_entries)}
     assert provenance == {
         21: "entered by hand",

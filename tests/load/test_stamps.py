@@ -183,6 +183,25 @@ def test_a_changed_row_given_with_an_older_stamp_is_stamped_now(engine: Engine) 
     assert stamps(engine, tables.initiatives)[ids["owned"]] == LATER + timedelta(hours=1)
 
 
+def test_a_null_created_at_is_refused_by_name_and_changes_nothing(engine: Engine) -> None:
+    # BUNDLE.md: created_at given is kept, absent is the load's time; null clears nothing (the
+    # store refused it at write time, naming neither the record nor the field).
+    b, ids = world()
+    b.load(engine, now=NOW)
+    before = stamps(engine, tables.initiatives)
+    stored = {"id": ids["owned"], "created_at": None}
+    new = {"id": 77, "account_id": ids["acct"], "title": "New", "stage": "live",
+           "created_at": None}  # fmt: skip
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, {"initiatives": [stored, new]}, now=LATER)
+    said = "created_at: cannot be null; leave it out"
+    assert [p.split(" (")[0] for p in caught.value.problems] == [
+        f"initiatives[id={ids['owned']}].{said}",
+        f"initiatives[id=77].{said}",
+    ]
+    assert stamps(engine, tables.initiatives) == before
+
+
 def test_an_unchanged_reload_keeps_every_stamp_and_the_clock(engine: Engine) -> None:
     b, ids = world()
     b.load(engine, now=NOW)

@@ -152,6 +152,9 @@ class Kind:
 # SEMANTICS R2, its month, the amount in the account currency per R5), when the
 # schema has them.
 REPORTING: Final = ("entry_date", "entry_month", "account_amount_cents")
+# What an entry row of the API adds to the entry (SEMANTICS R35): derived, so a row copied from
+# the API loads as it is, and these are computed again (BUNDLE.md: never loaded).
+SERVED_AMOUNTS: Final = ("account_amount_cents", "reported_on")
 
 SINGULAR: Final = {
     "accounts": "account",
@@ -432,6 +435,7 @@ KINDS: Final[dict[str, Kind]] = {
             required=("id", "initiative_id"),
             defaults={"is_estimated": False, "locked": False, "cost_category_given": False},
             convs={"cost_category": enum_conv(COST_CATEGORIES)},
+            ignored=SERVED_AMOUNTS,
             refs={"vendor_id": "vendors", "source_connection_id": "integrations"},
             computed=("cost_category_given",),
             derive=derive_cost,
@@ -445,7 +449,7 @@ KINDS: Final[dict[str, Kind]] = {
             required=("id", "initiative_id", "status"),
             defaults={"is_estimated": False},
             convs={"status": enum_conv(VALUE_STATUSES)},
-            ignored=("counts_toward_roi",),
+            ignored=("counts_toward_roi", *SERVED_AMOUNTS),
             refs={"source_connection_id": "integrations"},
             derive=derive_value,
         ),

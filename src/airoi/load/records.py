@@ -109,6 +109,11 @@ def label_of(kind: Kind, raw: dict[str, Any], pos: int) -> str:
     return f"{key}[#{pos}]"
 
 
+NULL_CREATED_AT: Final = (
+    "cannot be null; leave it out (a new row takes the load's time, a stored one keeps its own)"
+)
+
+
 def normalize(
     kind: Kind, raw: Any, pos: int, problems: Problems, *, keep_stamps: bool = True
 ) -> Rec | None:
@@ -130,7 +135,10 @@ def normalize(
         spec = convs.get(name)
         if spec is not None:
             column, conv = spec
-            if value is None:
+            if value is None and column == "created_at":  # a stored row's is never cleared
+                problems.add(f"{label}.{name}: {NULL_CREATED_AT}")
+                failed.add(column)
+            elif value is None:
                 row[column] = None
             else:
                 try:
