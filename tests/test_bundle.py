@@ -1350,12 +1350,14 @@ def test_a_vendor_name_resolves_case_insensitively_or_creates_a_vendor(engine: E
     ]
     report = loaded(engine, bundle)
     assert report.inserted["vendors"] == 5  # three given, two created
+    # Made from a name: ids from 10**15 up, out of the way of the bundle's own (below 2**53).
+    first, second = 10**15, 10**15 + 1
     vendor = {r["id"]: r["vendor_id"] for r in rows(engine, tables.cost_entries)}
-    assert vendor == {17: 1, 18: 2, 19: 2, 20: 4, 22: 4, 23: 5, 24: None}
+    assert vendor == {17: 1, 18: 2, 19: 2, 20: first, 22: first, 23: second, 24: None}
     created = rows(engine, tables.vendors, name="Kestrel Partners")
     assert [(v["id"], v["account_id"], v["created_at"]) for v in created] == [
-        (4, 1, NOW),
-        (5, 2, NOW),
+        (first, 1, NOW),
+        (second, 2, NOW),
     ]
     # The names as recorded are left alone.
     assert one(engine, tables.cost_entries, id=19)["vendor_name"] == "  ANTHROPIC "
@@ -1363,6 +1365,21 @@ def test_a_vendor_name_resolves_case_insensitively_or_creates_a_vendor(engine: E
     again = loaded(engine, bundle, now=LATER)
     assert again.inserted["vendors"] == 0
     assert again.unchanged["cost_entries"] == 7
+
+
+def test_a_vendor_made_from_a_name_never_takes_an_id_a_later_bundle_gives(engine: Engine) -> None:
+    # It took the next id (here 4), and a later bundle's vendor 4 renamed it: its spend was then
+    # reported under that vendor's name.
+    bundle = base_bundle()
+    bundle["cost_entries"].append(
+        {"id": 19, "initiative_id": 5, "amount_cents": 1, "vendor_name": "Kestrel Partners"}
+    )
+    loaded(engine, bundle)
+    made = one(engine, tables.vendors, name="Kestrel Partners")["id"]
+    loaded(engine, {"vendors": [{"id": 4, "account_id": 1, "name": "Google"}]}, now=LATER)
+    assert one(engine, tables.vendors, id=made)["name"] == "Kestrel Partners"
+    assert one(engine, tables.cost_entries, id=19)["vendor_id"] == made
+    assert one(engine, tables.vendors, id=4)["name"] == "Google"
 
 
 def test_a_merged_vendor_is_followed_to_the_one_it_was_merged_into(engine: Engine) -> None:

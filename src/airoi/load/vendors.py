@@ -4,11 +4,16 @@ given, and merged vendors followed to the one they were merged into (BUNDLE.md, 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
 from sqlalchemy import Connection, func, insert, select
 
 from airoi.db import tables
 from airoi.load.outcome import LoadReport
+
+# Where the ids of vendors made from a name begin: far above the ids a system gives its own
+# records, below 2**53, so that every JSON reader (a browser's among them) reads them exactly.
+INVENTED_IDS_FROM: Final = 10**15
 
 
 class VendorRegistry:
@@ -43,6 +48,22 @@ class VendorRegistry:
             chosen = unmerged[0] if unmerged else candidates[0][0]
             self.by_name[(account_id, folded)] = chosen
 
+    def _free_id(self) -> int:
+        """An id for a vendor made from a name: from INVENTED_IDS_FROM up, where a bundle's own
+        ids (its system's) do not reach, so that a later bundle's vendor record never lands on
+        it; the first one not taken."""
+        table = tables.vendors
+        if self.next_id is None:
+            largest = self.conn.execute(
+                select(func.max(table.c.id)).where(table.c.id >= INVENTED_IDS_FROM)
+            ).scalar()
+            self.next_id = max(INVENTED_IDS_FROM, (largest or 0) + 1)
+        while self.conn.execute(select(table.c.id).where(table.c.id == self.next_id)).first():
+            self.next_id += 1  # pragma: no cover - only a bundle's own id up there is in the way
+        new_id = self.next_id
+        self.next_id += 1
+        return new_id
+
     def final(self, account_id: int, vendor_id: int) -> int:
         self._load(account_id)
         seen = set()
@@ -67,11 +88,7 @@ class VendorRegistry:
         found = self.by_name.get((account_id, folded))
         if found is not None:
             return self.final(account_id, found)
-        if self.next_id is None:
-            largest = self.conn.execute(select(func.max(tables.vendors.c.id))).scalar()
-            self.next_id = (largest or 0) + 1
-        new_id = self.next_id
-        self.next_id += 1
+        new_id = self._free_id()
         self.conn.execute(
             insert(tables.vendors).values(
                 id=new_id,
