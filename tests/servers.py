@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -95,3 +97,30 @@ def airoi_serve(
         finally:
             server.terminate()
             server.wait(timeout=30)
+
+
+@dataclass(frozen=True)
+class ServedDemo:
+    origin: str  # http://127.0.0.1:PORT
+    token: str  # the token `airoi demo` printed
+    printed: str  # all it printed
+    database_url: str
+
+
+@contextmanager
+def demo_served(directory: Path, **env: str) -> Iterator[ServedDemo]:
+    """`airoi demo` into a fresh store in `directory`, then `airoi serve` on a free port, as a
+    newcomer runs them (`env` added to both)."""
+    url = f"sqlite:///{directory / 'airoi.db'}"
+    printed = subprocess.run(
+        [sys.executable, "-m", "airoi", "demo", "--database-url", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, **env},
+    ).stdout
+    token = re.search(r"^Token:\s+(\S+)$", printed, re.MULTILINE)
+    assert token, printed
+    with airoi_serve(url, **env) as port:
+        yield ServedDemo(f"http://127.0.0.1:{port}", token.group(1), printed, url)

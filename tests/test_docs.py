@@ -34,7 +34,7 @@ from airoi.cli import app as cli_app
 from airoi.db.engine import make_engine
 from airoi.settings import Settings
 from airoi.tools.server import create_mcp_server
-from tests.servers import airoi_serve
+from tests.servers import demo_served
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -291,19 +291,8 @@ class Demo:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     """`airoi demo` into a fresh store, then `airoi serve` on a free port, as a user runs it."""
-    store = tmp_path_factory.mktemp("demo") / "airoi.db"
-    url = f"sqlite:///{store}"
-    shown = subprocess.run(
-        [sys.executable, "-m", "airoi", "demo", "--database-url", url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    token = re.search(r"^Token:\s+(\S+)$", shown, re.MULTILINE)
-    assert token, shown
-    with airoi_serve(url) as port:
-        yield Demo(f"http://127.0.0.1:{port}/api/v1", token.group(1))
+    with demo_served(tmp_path_factory.mktemp("demo")) as served:
+        yield Demo(f"{served.origin}/api/v1", served.token)
 
 
 def _figures(prefix: str) -> Callable[[str], None]:

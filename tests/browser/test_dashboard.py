@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -28,7 +26,7 @@ from airoi.db.engine import make_engine
 from airoi.db.migrate import upgrade
 from airoi.settings import Settings
 from tests.factories import BundleBuilder
-from tests.servers import RunningServer, airoi_serve
+from tests.servers import RunningServer, demo_served
 
 ROOT = Path(__file__).resolve().parents[2]
 # The day the demo's story is told from, fixed so that the screenshots are the same each run.
@@ -91,22 +89,10 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    store = tmp_path_factory.mktemp("dashboard") / "airoi.db"
-    url = f"sqlite:///{store}"
-    env = {**os.environ, "AIROI_TODAY": TODAY}
-    shown = subprocess.run(
-        [sys.executable, "-m", "airoi", "demo", "--database-url", url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env=env,
-    ).stdout
-    token = re.search(r"^Token:\s+(\S+)$", shown, re.MULTILINE)
-    link = re.search(r"^Dashboard:\s+http://localhost:8000(/\S*)$", shown, re.MULTILINE)
-    assert token and link, shown
-    with airoi_serve(url, AIROI_TODAY=TODAY) as port:
-        yield Served(f"http://127.0.0.1:{port}", token.group(1), link.group(1), url)
+    with demo_served(tmp_path_factory.mktemp("dashboard"), AIROI_TODAY=TODAY) as demo:
+        link = re.search(r"^Dashboard:\s+http://localhost:8000(/\S*)$", demo.printed, re.MULTILINE)
+        assert link, demo.printed
+        yield Served(demo.origin, demo.token, link.group(1), demo.database_url)
 
 
 @dataclass

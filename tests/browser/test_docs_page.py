@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.servers import airoi_serve
+from tests.servers import demo_served
 
 # Written to docs/screenshots/ when AIROI_TEST_SCREENSHOTS names that folder (as the dashboard's
 # test does, docs/dashboard.md); otherwise to the test's own temporary folder.
@@ -43,19 +41,9 @@ class Demo:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    """`airoi demo` into a fresh store, then `airoi serve` on a free port (as test_docs.py)."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('docs-page') / 'airoi.db'}"
-    shown = subprocess.run(
-        [sys.executable, "-m", "airoi", "demo", "--database-url", url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    token = re.search(r"^Token:\s+(\S+)$", shown, re.MULTILINE)
-    assert token, shown
-    with airoi_serve(url) as port:
-        yield Demo(f"http://127.0.0.1:{port}", token.group(1))
+    """`airoi demo` into a fresh store, then `airoi serve` on a free port."""
+    with demo_served(tmp_path_factory.mktemp("docs-page")) as served:
+        yield Demo(served.origin, served.token)
 
 
 @dataclass

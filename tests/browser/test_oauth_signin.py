@@ -11,55 +11,36 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
-from tests.servers import airoi_serve
+from tests.servers import ServedDemo as Served
+from tests.servers import demo_served
 
 CALLBACK = "http://127.0.0.1:9/callback"  # never reached: the browser's request is answered here
 
 
-@dataclass(frozen=True)
-class Served:
-    base: str
-    token: str
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('signin') / 'airoi.db'}"
-    shown = subprocess.run(
-        [sys.executable, "-m", "airoi", "demo", "--database-url", url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    token = re.search(r"^Token:\s+(\S+)$", shown, re.MULTILINE)
-    assert token, shown
-    with airoi_serve(url) as port:
-        yield Served(f"http://127.0.0.1:{port}", token.group(1))
+    with demo_served(tmp_path_factory.mktemp("signin")) as demo:
+        yield demo
 
 
 def sign_in_page(served: Served) -> tuple[str, str, str]:
     """A registered public client's sign-in page; its client id and PKCE verifier."""
     client = httpx.post(
-        f"{served.base}/oauth/register",
+        f"{served.origin}/oauth/register",
         json={"redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none"},
     ).json()
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
     authorized = httpx.get(
-        f"{served.base}/oauth/authorize",
+        f"{served.origin}/oauth/authorize",
         params={
             "response_type": "code",
             "client_id": client["client_id"],
@@ -97,11 +78,11 @@ def test_allow_in_a_browser_sends_the_connector_a_code(browser: Any, served: Ser
     url, posted, to_connector = landing(browser, served, page_url, "allow")
 
     # The form was sent from its own page, as that page (not as Origin: null).
-    assert [headers.get("origin") for headers in posted] == [served.base]
+    assert [headers.get("origin") for headers in posted] == [served.origin]
     query = parse_qs(urlsplit(url).query)
-    assert query["state"] == ["kept-state"] and query["iss"] == [served.base]
+    assert query["state"] == ["kept-state"] and query["iss"] == [served.origin]
     exchanged = httpx.post(
-        f"{served.base}/oauth/token",
+        f"{served.origin}/oauth/token",
         data={
             "grant_type": "authorization_code",
             "code": query["code"][0],

@@ -60,6 +60,19 @@ class Account:
         self.builder.load(engine, now=now)
 
 
+# The rows of each list `build_account` makes (budgets: one row per initiative).
+ACCOUNT_ROWS: dict[str, int] = {
+    "initiatives": 3,
+    "cost_entries": 7,
+    "value_entries": 6,
+    "metrics": 1,
+    "observations": 3,
+    "decisions": 1,
+    "integrations": 1,
+    "budgets": 3,
+}
+
+
 def build_account(engine: Engine) -> Account:
     b = BundleBuilder(first_id=1000)
     acct = b.account()

@@ -27,7 +27,7 @@ from airoi.client.dlt_source import (
 from airoi.client.frames import LIST_FIELDS, flatten
 from airoi.client.pull import pull
 from airoi.load import load_bundle
-from tests.client.conftest import LATER, Account, raw_walk
+from tests.client.conftest import ACCOUNT_ROWS, LATER, Account, raw_walk
 
 RESOURCES = (*INCREMENTAL, "budgets")
 DATASET = "airoi"
@@ -143,16 +143,7 @@ def test_incremental_loads_into_duckdb(
     pipeline: dlt.Pipeline, base_url: str, account: Account, engine: Engine
 ) -> None:
     first = run(pipeline, base_url, account.token)
-    assert first == {
-        "initiatives": 3,
-        "cost_entries": 7,
-        "value_entries": 6,
-        "metrics": 1,
-        "observations": 3,
-        "decisions": 1,
-        "integrations": 1,
-        "budgets": 3,
-    }
+    assert first == ACCOUNT_ROWS
     assert_destination_equals_api(pipeline, base_url, account.token)
     with pipeline.sql_client() as client:
         conn = client.native_connection

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 from airoi.client import Client
 from airoi.client.pull import RESOURCES, Format, pull
 from airoi.load import load_bundle
-from tests.client.conftest import LATER, Account
+from tests.client.conftest import ACCOUNT_ROWS, LATER, Account
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -27,15 +27,7 @@ from airoi.client.verify import Verification, verify  # noqa: E402 - needs duckd
 from airoi.client.verify_rows import ListCheck  # noqa: E402
 
 FORMATS: list[Format] = ["duckdb", "parquet", "csv"]
-HELD = {
-    "initiatives": 3,
-    "cost_entries": 7,
-    "value_entries": 6,
-    "metrics": 1,
-    "observations": 3,
-    "decisions": 1,
-    "integrations": 1,
-}
+HELD = {name: count for name, count in ACCOUNT_ROWS.items() if name != "budgets"}
 
 
 def target_for(tmp_path: Path, fmt: Format) -> Path:
