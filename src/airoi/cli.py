@@ -794,7 +794,8 @@ def verify(
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
     from airoi.client import AiroiError, Client
-    from airoi.client.verify import CopyError, Inconclusive
+    from airoi.client.errors import CopyError
+    from airoi.client.verify import Inconclusive
     from airoi.client.verify import verify as run_verify
 
     try:
@@ -895,7 +896,7 @@ def _show_row_checks(result: Verification, show_all: bool) -> int:
             f"{check.served:,}",
             f"{check.held:,}",
             f"{check.count('missing'):,}",
-            f"{check.count('extra'):,}",
+            f"{check.count('extra') + check.count('duplicate'):,}",
             f"{check.count('different'):,}",
             f"{check.changed_since:,}",
             f"{check.deleted_since:,}",
@@ -905,10 +906,14 @@ def _show_row_checks(result: Verification, show_all: bool) -> int:
         if check.not_in_copy:
             _say(
                 f"Note: the copy's {check.resource} have no {', '.join(check.not_in_copy)} "
-                "column (pulled before the service served it): not compared."
+                "column (pulled before the service served it, or removed from the copy): "
+                "not compared."
             )
     if result.lists_not_pulled:
-        _say(f"Note: not in this copy, so not compared: {', '.join(result.lists_not_pulled)}.")
+        _say(
+            f"Note: not in this copy (pulled with --resources, or by a pull cut off before "
+            f"them), so not compared: {', '.join(result.lists_not_pulled)}."
+        )
     differing = result.row_differences
     if differing:
         shown = differing if show_all else differing[:VERIFY_SHOWN_ROWS]
@@ -916,7 +921,7 @@ def _show_row_checks(result: Verification, show_all: bool) -> int:
         for difference in shown:
             table.add_row(
                 difference.resource,
-                str(difference.id),
+                "null" if difference.id is None else str(difference.id),
                 difference.kind,
                 ", ".join(difference.columns),
             )

@@ -468,6 +468,27 @@ def test_a_copy_pulled_before_entries_served_reported_on_is_refused(
         verified(base_url, world, target)
 
 
+CLEARED = {
+    "initiatives": "UPDATE initiatives SET id = NULL WHERE id = ?",
+    "cost_entries": "UPDATE cost_entries SET initiative_id = NULL WHERE initiative_id = ?",
+}
+
+
+@pytest.mark.parametrize(
+    ("table", "key"), [("initiatives", "id"), ("cost_entries", "initiative_id")]
+)
+def test_a_copy_row_with_no_key_is_refused_not_a_crash(
+    base_url: str, world: World, tmp_path: Path, table: str, key: str
+) -> None:
+    # It was a TypeError traceback (sorting None with ids), exit 1 as if figures differed.
+    target = pulled(base_url, world, tmp_path / "copy.duckdb")
+    conn = duckdb.connect(str(target))
+    conn.execute(CLEARED[table], [world.initiatives["A"]])
+    conn.close()
+    with pytest.raises(CopyError, match=f"The {table} of the store at .* rows with no {key}"):
+        verified(base_url, world, target)
+
+
 def test_the_copy_is_only_read(base_url: str, world: World, tmp_path: Path) -> None:
     target = pulled(base_url, world, tmp_path / "copy.duckdb")
     before = target.read_bytes()

@@ -11,13 +11,15 @@ import csv
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
-from airoi.client.pull import RESOURCES, Format, pull
+from airoi.client.errors import CopyError
+from airoi.client.pull import PENDING_FILE, RESOURCES, Format, pull
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, LATER, Account
 
@@ -28,6 +30,12 @@ from airoi.client.verify_rows import ListCheck  # noqa: E402
 
 FORMATS: list[Format] = ["duckdb", "parquet", "csv"]
 HELD = {name: count for name, count in ACCOUNT_ROWS.items() if name != "budgets"}
+
+
+def after_the_pull() -> datetime:
+    """A load's moment later than any copy written in this test (the service stamps rows by
+    its clock, the copy's files are dated by the machine's)."""
+    return datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=5)
 
 
 def target_for(tmp_path: Path, fmt: Format) -> Path:
@@ -108,8 +116,8 @@ def test_changes_made_in_the_service_after_the_pull_are_not_differences(
     api: Client, account: Account, engine: Engine, tmp_path: Path
 ) -> None:
     target = pulled(api, tmp_path)
-    # SEMANTICS R34, R36: a changed row and a new one carry a later updated_at; a deleted
-    # one a tombstone after the copy's position.
+    # SEMANTICS R34, R36: a changed row and a new one carry a later updated_at, later than
+    # the copy was written; a deleted one a tombstone after the copy's position.
     rows = {r["id"]: r for r in account.builder.data["cost_entries"]}
     changed, deleted = account.cost_entries[0], account.cost_entries[1]
     new = dict(rows[changed], id=999_002)
@@ -119,7 +127,7 @@ def test_changes_made_in_the_service_after_the_pull_are_not_differences(
             "cost_entries": [{**rows[changed], "notes": "changed later"}, new],
             "delete": {"cost_entries": [deleted]},
         },
-        now=LATER,
+        now=after_the_pull(),
     )
 
     result = checked(api, target)
@@ -132,6 +140,54 @@ def test_changes_made_in_the_service_after_the_pull_are_not_differences(
     pull(api, target, "duckdb")  # pulled again: nothing left to tell apart
     again = lists(checked(api, target))["cost_entries"]
     assert (again.served, again.held, again.changed_since, again.deleted_since) == (7, 7, 0, 0)
+
+
+def test_rows_older_than_the_copy_that_it_lacks_are_missing_past_its_position(
+    api: Client, account: Account, engine: Engine, tmp_path: Path
+) -> None:
+    # A pull cut off, or rows stamped before the copy was written (a --keep-stamps load):
+    # past the copy's position, yet no pull will bring them as changes made since.
+    target = pulled(api, tmp_path)
+    rows = {r["id"]: r for r in account.builder.data["cost_entries"]}
+    first = account.cost_entries[0]
+    load_bundle(
+        engine,
+        {"cost_entries": [{**rows[first], "notes": "before"}, dict(rows[first], id=999_003)]},
+        now=LATER,  # 2026-06-10: later than the copy's rows, earlier than its files
+    )
+    result = checked(api, target)
+    assert differences(result) == {
+        ("cost_entries", first, "different", ("notes", "updated_at")),
+        ("cost_entries", 999_003, "missing", ()),
+    }
+    assert lists(result)["cost_entries"].changed_since == 0
+
+
+def test_a_row_twice_or_without_an_id_in_the_copy_is_a_difference(
+    api: Client, account: Account, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path)
+    metric = account.builder.data["metrics"][0]["id"]
+    conn = duckdb.connect(str(target))
+    conn.execute("INSERT INTO metrics SELECT * FROM metrics")  # each row twice
+    conn.execute("UPDATE decisions SET id = NULL")
+    conn.close()
+    (decision,) = account.builder.data["decisions"]
+    result = checked(api, target)
+    assert differences(result) == {
+        ("metrics", metric, "duplicate", ()),
+        ("decisions", None, "extra", ()),
+        ("decisions", decision["id"], "missing", ()),
+    }
+
+
+def test_a_cut_off_pull_into_files_is_refused(
+    api: Client, account: Account, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path, "parquet")
+    (target / PENDING_FILE).write_bytes(b"")  # what a pull killed mid-list leaves
+    with pytest.raises(CopyError, match="was cut off: rows it read are still in"):
+        checked(api, target)
 
 
 def test_a_deletion_the_copy_kept_past_its_position_is_a_difference(

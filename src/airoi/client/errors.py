@@ -72,3 +72,7 @@ def require(call: str, extra: str, *modules: str) -> None:
             missing.append(module)
     if missing:
         raise MissingExtraError(call, modules, missing, extra)
+
+
+class CopyError(Exception):
+    """The store cannot be read as a copy `airoi pull` wrote (one sentence saying why)."""

@@ -42,7 +42,7 @@ from typing import Any, Final
 import duckdb
 
 from airoi.client.client import Client, Row
-from airoi.client.errors import AiroiError
+from airoi.client.errors import AiroiError, CopyError
 from airoi.client.pull import (
     FILE_FORMATS,
     STATE_FILE,
@@ -83,10 +83,6 @@ BUDGET_WINDOW: Final = "to date"
 PRESENT: Final = "present"
 ABSENT: Final = "absent"
 DEFAULT_WORKERS: Final = 4
-
-
-class CopyError(Exception):
-    """The store cannot be read as a copy `airoi pull` wrote (one sentence saying why)."""
 
 
 class Inconclusive(Exception):
@@ -219,6 +215,11 @@ _COLUMNS: Final[dict[str, tuple[tuple[str, str, bool], ...]]] = {
 }
 
 
+# The columns the figures are grouped by: a copy row without one belongs to no scope.
+_KEYS: Final = (("initiatives", "id"), ("cost_entries", "initiative_id"),
+                ("value_entries", "initiative_id"))  # fmt: skip
+
+
 def open_copy(store: Path, fmt: Format) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with views `copy_initiatives`, `copy_cost_entries` and
     `copy_value_entries` over the store, which is only read. A resource the store has no
@@ -229,6 +230,14 @@ def open_copy(store: Path, fmt: Format) -> duckdb.DuckDBPyConnection:
         sources = _sources(conn, store, fmt)
         for name, columns in _COLUMNS.items():
             _create_view(conn, name, sources.get(name), columns, store)
+        for name, key in _KEYS:
+            found = first_row(conn.execute(f"SELECT count(*) FROM copy_{name} WHERE {key} IS NULL"))
+            if found and found[0]:
+                raise CopyError(
+                    f"The {name} of the store at {store} hold {found[0]} rows with no {key},"
+                    " which airoi pull never writes: the copy was changed. Pull into a new"
+                    " target (or pull again with --full-refresh)."
+                )
     except duckdb.Error as exc:
         conn.close()
         raise CopyError(f"The store at {store} could not be read ({_first_line(exc)}).") from exc

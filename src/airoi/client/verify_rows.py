@@ -28,17 +28,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import duckdb
 
 from airoi.client.client import Client
+from airoi.client.errors import CopyError
 from airoi.client.frames import rows_to_arrow
 from airoi.client.pull import (
     BATCH_ROWS,
     COLUMNS_FILE,
     DELETIONS,
+    PENDING_FILE,
     RESOURCES,
     STATE_FILE,
     STATE_TABLE,
@@ -51,10 +54,13 @@ from airoi.client.pull import (
 )
 from airoi.client.walk import Walk, WalkState
 
-Kind = Literal["missing", "extra", "different"]
+Kind = Literal["missing", "extra", "different", "duplicate"]
 # The lists compared row by row: those `airoi pull` keeps incrementally, by id.
 ROW_LISTS: Final[tuple[Resource, ...]] = tuple(r for r in RESOURCES if r.incremental)
 SERVED: Final = "served_rows"
+# How far apart the clock that stamped the service's rows and the one that dated the copy's
+# files may be.
+CLOCK_MARGIN: Final = timedelta(seconds=60)
 
 ListProgress = Callable[[str, int], None]  # (list, rows read so far)
 
@@ -62,7 +68,7 @@ ListProgress = Callable[[str, int], None]  # (list, rows read so far)
 @dataclass(frozen=True)
 class RowDifference:
     resource: str
-    id: int
+    id: int | None  # None: a row of the copy with no id
     kind: Kind
     columns: tuple[str, ...] = ()  # for `different`: the columns whose values differ
 
@@ -83,6 +89,17 @@ class ListCheck:
 
     def count(self, kind: Kind) -> int:
         return sum(1 for d in self.differences if d.kind == kind)
+
+
+def last_written(store: Path, fmt: Format, name: str) -> datetime:
+    """When `airoi pull` last wrote the list `name` of the copy (the DuckDB file and its
+    log; a list's own file), by the machine's clock, in UTC."""
+    if fmt == "duckdb":
+        paths = [store, store.with_name(store.name + ".wal")]
+    else:
+        paths = [store / f"{name}.{fmt}", store / STATE_FILE]
+    times = [path.stat().st_mtime for path in paths if path.exists()]
+    return datetime.fromtimestamp(max(times, default=0.0), tz=UTC)
 
 
 def copy_positions(
@@ -135,6 +152,11 @@ def check_rows(
 ) -> tuple[list[ListCheck], list[str]]:
     """Each list the copy holds against the service's rows; and the lists left out (not
     pulled into this copy). `conn` is verify's connection over the copy (`open_copy`)."""
+    if fmt != "duckdb" and (store / PENDING_FILE).exists():
+        raise CopyError(
+            f"A pull into {store} was cut off: rows it read are still in {PENDING_FILE}, not "
+            "in the files. Pull again, then verify."
+        )
     positions = copy_positions(conn, store, fmt)
     _stage_deleted_since(client, conn, positions.get(DELETIONS), progress)
     checks: list[ListCheck] = []
@@ -144,9 +166,9 @@ def check_rows(
         if source is None and resource.name not in positions:
             skipped.append(resource.name)  # never pulled into this copy (`--resources`)
             continue
-        checks.append(
-            _check_list(client, conn, resource, source, positions.get(resource.name), progress)
-        )
+        written = last_written(store, fmt, resource.name) - CLOCK_MARGIN
+        position = positions.get(resource.name)
+        checks.append(_check_list(client, conn, resource, source, position, written, progress))
     return checks, skipped
 
 
@@ -205,6 +227,7 @@ def _check_list(
     resource: Resource,
     source: str | None,
     position: WalkState | None,
+    written: datetime,
     progress: ListProgress | None,
 ) -> ListCheck:
     name = resource.name
@@ -240,21 +263,30 @@ def _check_list(
     any_differs = " OR ".join(
         f's."{c}" IS DISTINCT FROM TRY_CAST(c."{c}" AS {kind})' for c, kind in compared
     )
-    # No position: the copy holds no row of the list yet, and every served row is compared.
+    # Changed since the copy: later than the largest updated_at it holds of the list, and
+    # than its last write (less a margin for the two clocks). A walk sees every row changed
+    # before its last page, so a row older than that write and not in the copy is missing:
+    # a pull cut off, or a row lost, not a change made since.
     since = position.updated_since if position is not None else None
-    newer = "CAST(s.updated_at AS TIMESTAMPTZ) > CAST($since AS TIMESTAMPTZ)"
+    newer = (
+        "CAST(s.updated_at AS TIMESTAMPTZ) > CAST($written AS TIMESTAMPTZ)"
+        " AND coalesce(CAST(s.updated_at AS TIMESTAMPTZ) > CAST($since AS TIMESTAMPTZ), true)"
+    )
+    # Presence is told by a marker, not by the id: a copy row with no id is extra, not missing.
     rows = conn.execute(
-        f"SELECT coalesce(s.id, CAST(c.id AS BIGINT)) AS key,"
-        f" CASE WHEN c.id IS NULL THEN 'missing' WHEN s.id IS NULL THEN 'extra'"
+        f"SELECT coalesce(s.id, TRY_CAST(c.id AS BIGINT)) AS key,"
+        f" CASE WHEN c.__held IS NULL THEN 'missing' WHEN s.__served IS NULL THEN 'extra'"
         f" ELSE 'different' END AS kind,"
-        f" coalesce({newer}, false) AS newer,"
+        f" s.__served IS NOT NULL AND coalesce({newer}, false) AS newer,"
         f" EXISTS (SELECT 1 FROM deleted_since AS d WHERE d.resource = $name"
-        f" AND d.id = CAST(c.id AS BIGINT)) AS gone,"
+        f" AND d.id = TRY_CAST(c.id AS BIGINT)) AS gone,"
         f" [{differing or 'NULL'}] AS columns"
-        f" FROM {SERVED} AS s FULL OUTER JOIN {copy} AS c ON s.id = CAST(c.id AS BIGINT)"
-        f" WHERE c.id IS NULL OR s.id IS NULL OR {any_differs or 'false'}"
-        f" ORDER BY key",
-        {"since": since, "name": name},
+        f" FROM (SELECT *, true AS __served FROM {SERVED}) AS s"
+        f" FULL OUTER JOIN (SELECT *, true AS __held FROM {copy}) AS c"
+        f" ON s.id = TRY_CAST(c.id AS BIGINT)"
+        f" WHERE c.__held IS NULL OR s.__served IS NULL OR {any_differs or 'false'}"
+        f" ORDER BY key NULLS FIRST",
+        {"since": since, "name": name, "written": written.isoformat()},
     ).fetchall()
     for key, kind, is_newer, gone, columns in rows:
         if is_newer:
@@ -265,10 +297,16 @@ def _check_list(
             check.differences.append(
                 RowDifference(
                     name,
-                    int(key),
+                    None if key is None else int(key),
                     kind,
                     tuple(c for c in columns if c) if kind == "different" else (),
                 )
             )
+    # A second row of one id: the join pairs both with the service's one, so counted here.
+    for key, extra in conn.execute(
+        f"SELECT TRY_CAST(id AS BIGINT) AS key, count(*) - 1 FROM {copy}"
+        " WHERE id IS NOT NULL GROUP BY key HAVING count(*) > 1 ORDER BY key"
+    ).fetchall():
+        check.differences += [RowDifference(name, int(key), "duplicate")] * int(extra)
     conn.execute(f"DROP TABLE IF EXISTS {SERVED}")
     return check
