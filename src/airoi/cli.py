@@ -911,8 +911,8 @@ def _show_row_checks(result: Verification, show_all: bool) -> int:
             )
     if result.lists_not_pulled:
         _say(
-            f"Note: not in this copy (pulled with --resources, or by a pull cut off before "
-            f"them), so not compared: {', '.join(result.lists_not_pulled)}."
+            "Note: not in this copy (empty when pulled, pulled with --resources, or a pull "
+            f"cut off before them), so not compared: {', '.join(result.lists_not_pulled)}."
         )
     differing = result.row_differences
     if differing:
