@@ -195,17 +195,9 @@ def _stage_deleted_since(
 
 
 def _stage(conn: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], columns: set[str]) -> None:
-    """Add `rows` to the served rows' table, with a column for every field they give."""
-    import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
-
+    """Add `rows` to the served rows' table, with a column for every field they give (as
+    pull writes them: a field null in every row of the batch is text)."""
     batch = rows_to_arrow(rows)
-    # A field null in every row of this batch has no type yet: text, as pull gives it.
-    batch = pa.table(
-        {
-            name: column.cast(pa.string()) if pa.types.is_null(column.type) else column
-            for name, column in zip(batch.column_names, batch.columns, strict=True)
-        }
-    )
     conn.register("batch", batch)
     try:
         if not columns:
