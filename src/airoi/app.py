@@ -5,6 +5,7 @@ The order of checks is SEMANTICS R30: routing (404, 405) first, then the token
 existence (404).
 """
 
+import functools
 import gc
 import logging
 import re
@@ -60,6 +61,7 @@ from airoi.apidocs import ApiDocsPage, api_index, docs_router
 from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
+from airoi.db import shelf
 from airoi.db.engine import make_engine
 from airoi.db.migrate import require_current_schema
 from airoi.db.secret import require_store_secret
@@ -527,7 +529,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         # The cache's listener (PostgreSQL) connects in a thread of its own: start-up does not
         # wait on it, and the cache is not used until it listens.
         on_startup=[size_worker_threads, token_cache.start],
-        on_shutdown=[oauth.close, token_cache.stop],
+        # The connections kept aside go back to the pool (airoi.db.shelf).
+        on_shutdown=[oauth.close, token_cache.stop, functools.partial(shelf.clear, engine)],
         middleware=[
             served_methods_first,  # outermost: 405 before 401 (SEMANTICS R30)
             DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),

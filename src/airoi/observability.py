@@ -41,7 +41,7 @@ from prometheus_client import values as prometheus_values
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from airoi.db.engine import close_or_discard
+from airoi.db import shelf
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.failures import FAILED_MESSAGE, log_discarded, log_failure
 from airoi.logs import FIELDS
@@ -96,19 +96,19 @@ class RequestContext:
     leave_gate: Callable[[], None] | None = None
 
     def hold(self, engine: Engine) -> Connection:
-        """The request's connection, checked out on first call: only ever called in a worker
-        thread, since a checkout may wait on the server (airoi.store)."""
+        """The request's connection, taken on first call (airoi.db.shelf): only ever called
+        in a worker thread where a checkout may wait on a server (airoi.store)."""
         if self.connection is None:
-            self.connection = engine.connect()
+            self.connection = shelf.take(engine)
         return self.connection
 
     def release(self) -> None:
-        """Return the request's connection; one that fails to go back is discarded and
+        """Give the request's connection back; one that fails to go back is discarded and
         logged, and whatever was answered from it stands. Never raises."""
         connection, self.connection = self.connection, None
         if connection is None:
             return
-        failure = close_or_discard(connection)
+        failure = shelf.give_back(connection)
         if failure is not None:
             log_discarded(failure, self.route(), self.request_id)
 

@@ -323,12 +323,18 @@ def close_or_discard(connection: Connection) -> Exception | None:
                 proxied.driver_connection.rollback()  # type: ignore[union-attr]
         connection.close()
     except Exception as exc:
-        with contextlib.suppress(Exception):
-            connection.invalidate()
-        with contextlib.suppress(Exception):
-            connection.close()
+        discard(connection)
         return exc
     return None
+
+
+def discard(connection: Connection) -> None:
+    """Invalidate `connection` (its pool drops it and opens a new one when next asked) and
+    close it. Never raises."""
+    with contextlib.suppress(Exception):
+        connection.invalidate()
+    with contextlib.suppress(Exception):
+        connection.close()
 
 
 class _Deadline:

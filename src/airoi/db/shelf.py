@@ -1,0 +1,111 @@
+"""A request's connection taken from, and given back to, its engine's shelf.
+
+On SQLite the connections a request gives back are kept open, each still checked out of the
+pool with its `Connection` around it, and the next request takes one from the shelf: the
+pool's checkout and return and a new `Connection` cost the limit-100 page about 45 µs of its
+1,100 (`python -m bench.ceiling`, the pool measured alone), where taking from the shelf costs
+a list's pop. What the pool did on the way back is done here as well: the transaction is
+ended (a read-only one: nothing is lost) and the statement deadline disarmed, so a shelved
+connection is as one fresh from the pool. A connection that cannot be given back so is
+discarded, as the pool would. At most `room` wait there; past it, and on a database server
+(where the pool's checkout also asks whether the server has gone, which a connection kept
+aside would skip), a connection goes back to the pool as before.
+
+A shelved connection is checked out of the pool while it waits, so the pool's count of
+checked-out connections includes the shelf's (`shelved`); no request holds it.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from sqlalchemy import Connection, Engine, event
+from sqlalchemy.pool import QueuePool
+
+from airoi.db.engine import close_or_discard, disarm_deadline, discard
+
+# Connections kept aside per engine, at most: as many as a worker's requests hold at once on
+# SQLite, where every request's database work up to its answer runs on the event loop.
+SHELF_SIZE = 4
+
+_SHELVES: weakref.WeakKeyDictionary[Engine, list[Connection]] = weakref.WeakKeyDictionary()
+
+
+def room(engine: Engine) -> int:
+    """How many connections the engine's shelf keeps at most: none on a database server, nor
+    for a pool of one; else `SHELF_SIZE`, leaving at least one of the pool's own connections
+    (beside its overflow) to what takes none from the shelf (a tool call, a sign-in)."""
+    pool = engine.pool
+    if engine.dialect.name != "sqlite" or not isinstance(pool, QueuePool):
+        return 0
+    return max(0, min(SHELF_SIZE, pool.size() - 1))
+
+
+def _shelf(engine: Engine) -> list[Connection] | None:
+    """The engine's shelf; None where connections are not kept aside."""
+    shelf = _SHELVES.get(engine)
+    if shelf is None:
+        if room(engine) == 0:
+            return None
+        shelf = _SHELVES.setdefault(engine, [])
+        # Disposing of the engine drops what its pool keeps, and what its shelf keeps too.
+        event.listen(engine, "engine_disposed", clear)
+    return shelf
+
+
+def take(engine: Engine) -> Connection:
+    """A connection of `engine`: one from its shelf, or else one checked out of its pool."""
+    shelf = _shelf(engine)
+    if shelf:
+        try:
+            return shelf.pop()
+        except IndexError:  # taken meanwhile by another thread
+            pass
+    return engine.connect()
+
+
+def give_back(connection: Connection) -> Exception | None:
+    """Shelve `connection`, or return it to its pool; discard it if either fails. Never
+    raises: the failure is returned for the caller to log (`close_or_discard`)."""
+    shelf = _shelf(connection.engine)
+    if (
+        shelf is None
+        or len(shelf) >= room(connection.engine)
+        or connection.closed
+        or connection.invalidated
+    ):
+        return close_or_discard(connection)
+    try:
+        if connection.in_transaction():
+            connection.rollback()
+        proxied = connection.connection
+        disarm_deadline(proxied.info)
+        # Statements run on the driver (airoi.db.prepared) leave its own transaction open.
+        proxied.driver_connection.rollback()  # type: ignore[union-attr]
+    except Exception as exc:
+        discard(connection)
+        return exc
+    shelf.append(connection)
+    return None
+
+
+def shelved(engine: Engine) -> int:
+    """How many of the engine's connections wait on its shelf."""
+    return len(_SHELVES.get(engine, ()))
+
+
+def held(engine: Engine) -> int:
+    """How many of the engine's connections are checked out of its pool and not on its
+    shelf: those a request or a tool call holds."""
+    checked_out = engine.pool.checkedout() if isinstance(engine.pool, QueuePool) else 0
+    return checked_out - shelved(engine)
+
+
+def clear(engine: Engine) -> None:
+    """Return every shelved connection to the pool (before the engine is disposed of)."""
+    shelf = _SHELVES.get(engine)
+    while shelf:
+        close_or_discard(shelf.pop())
+
+
+__all__ = ["SHELF_SIZE", "clear", "give_back", "held", "room", "shelved", "take"]
