@@ -774,6 +774,15 @@ def verify(
             " as a first pull does).",
         ),
     ] = False,
+    resources: Annotated[
+        str | None,
+        typer.Option(
+            "--resources",
+            help="The lists the copy was pulled with (as pull's --resources): figures only "
+            "when initiatives, cost_entries and value_entries are among them; with --rows, "
+            "these lists alone.",
+        ),
+    ] = None,
 ) -> None:
     """Recompute /roi and the budgets' actual figures from a pulled copy; compare with the service.
 
@@ -787,9 +796,18 @@ def verify(
     equal, 1 when any differs, 2 when the service or the store cannot be read. With --rows,
     every row of each list the copy holds is compared by id too (budgets excepted): a row
     missing, extra or different counts as a difference; one the service changed or deleted
-    after the copy's last pull is counted apart. Needs the pull extra (duckdb).
+    after the copy's last pull is counted apart. A copy pulled with --resources is verified
+    with the same --resources. Needs the pull extra (duckdb).
     """
     _require("pull", ("duckdb",), "verify", code=2)
+
+    from airoi.client.pull import choose_resources
+
+    try:
+        chosen = None if resources is None else [r.name for r in choose_resources(resources)]
+    except ValueError as exc:
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
 
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
@@ -827,6 +845,7 @@ def verify(
                 progress=advance,
                 rows=rows,
                 list_progress=walked,
+                resources=chosen,
             )
         except KeyboardInterrupt:
             _say("Verify interrupted: nothing was compared.", console=err)
@@ -872,12 +891,18 @@ def verify(
         f"Service {result.base_url} as of {result.today.isoformat()} ({result.currency}); "
         f"copy {result.store} ({result.fmt})."
     )
-    _say(
-        f"{len(result.compared)} figures compared (the portfolio and {result.initiatives} "
-        f"initiatives over 4 windows; {result.budget_rows} budget rows): "
-        f"{len(differences)} differ, {len(result.unchecked)} budget rows not checkable from "
-        f"a copy. {result.seconds:.2f} s, {result.requests} requests."
-    )
+    if result.figures:
+        _say(
+            f"{len(result.compared)} figures compared (the portfolio and {result.initiatives} "
+            f"initiatives over 4 windows; {result.budget_rows} budget rows): "
+            f"{len(differences)} differ, {len(result.unchecked)} budget rows not checkable "
+            f"from a copy. {result.seconds:.2f} s, {result.requests} requests."
+        )
+    else:
+        _say(
+            "Figures not compared (--resources leaves out a list they are recomputed from); "
+            f"rows only. {result.seconds:.2f} s, {result.requests} requests."
+        )
     if differences or row_differences:
         raise typer.Exit(1)
 
@@ -911,8 +936,9 @@ def _show_row_checks(result: Verification, show_all: bool) -> int:
             )
     if result.lists_not_pulled:
         _say(
-            "Note: not in this copy (empty when pulled, pulled with --resources, or a pull "
-            f"cut off before them), so not compared: {', '.join(result.lists_not_pulled)}."
+            "Note: not in this copy (pulled with --resources, a pull cut off before them, or "
+            f"by an earlier version, empty then), so not compared: "
+            f"{', '.join(result.lists_not_pulled)}."
         )
     differing = result.row_differences
     if differing:

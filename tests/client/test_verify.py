@@ -518,7 +518,10 @@ def test_numbers_are_equal_by_value_and_nothing_else_is() -> None:
 def test_answers_of_another_day_are_not_compared(tmp_path: Path) -> None:
     # SEMANTICS R1: without AIROI_TODAY the service's day can turn while it is asked.
     conn = duckdb.connect(str(tmp_path / "empty.duckdb"))
-    conn.execute("CREATE TABLE _airoi_state (resource VARCHAR)")
+    conn.execute(
+        "CREATE TABLE _airoi_state (resource VARCHAR, updated_since VARCHAR, walk_since VARCHAR,"
+        " cursor VARCHAR, walk_max VARCHAR, pulled_at TIMESTAMPTZ)"
+    )
     conn.close()
 
     def roi(request: httpx.Request) -> httpx.Response:

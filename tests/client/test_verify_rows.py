@@ -22,6 +22,7 @@ from airoi.client.errors import CopyError
 from airoi.client.pull import PENDING_FILE, RESOURCES, Format, pull
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, LATER, Account
+from tests.factories import BundleBuilder
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -273,3 +274,87 @@ def test_the_command_compares_rows_with_rows_and_exits_1_on_a_difference(
     assert "│ decisions │ 1 │ 1 │ 0 │ 0 │ 1 │ 0 │ 0 │" in said
     assert "│ different │ rationale │" in said
     assert account.token not in differ.stdout + differ.stderr
+
+
+def test_a_copy_pulled_with_resources_is_verified_with_the_same_resources(
+    api: Client, account: Account, tmp_path: Path
+) -> None:
+    subset = ["decisions", "metrics"]
+    target = pulled(api, tmp_path, resources=[r for r in RESOURCES if r.name in subset])
+    # Without --resources the figures are compared, and differ: the copy has none of the
+    # lists they are recomputed from, which a note says.
+    whole = verify(api, target, workers=2)
+    assert whole.figures and whole.differences
+    assert any("holds no initiatives, cost_entries, value_entries" in n for n in whole.notes)
+    # With them: nothing to compare but rows, so --rows is needed.
+    with pytest.raises(CopyError, match="leaves out initiatives, cost_entries, value_entries"):
+        verify(api, target, workers=2, resources=subset)
+    rows = verify(api, target, rows=True, workers=2, resources=subset)
+    assert not rows.figures
+    assert rows.compared == []
+    assert {name: (c.served, c.held) for name, c in lists(rows).items()} == {
+        "decisions": (1, 1),
+        "metrics": (1, 1),
+    }
+    assert rows.row_differences == [] and rows.lists_not_pulled == []
+    # A list named that the copy does not hold is compared all the same: its rows missing.
+    more = verify(api, target, rows=True, workers=2, resources=[*subset, "observations"])
+    assert {(d.resource, d.kind) for d in more.row_differences} == {("observations", "missing")}
+    assert len(more.row_differences) == ACCOUNT_ROWS["observations"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_list_empty_when_pulled_is_held_and_compared(
+    base_url: str, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # An account with no value entry, metric, observation, decision or integration.
+    b = BundleBuilder(first_id=5000)
+    acct = b.account()
+    owner = b.user(acct, role="owner")
+    token = b.token(owner)
+    initiative = b.initiative(acct, currency="USD", owner_id=owner)
+    b.cost_entry(
+        initiative, amount_cents=12_345, currency="USD", period_start="2026-01-01",
+        period_end="2026-01-31",
+    )  # fmt: skip
+    b.load(engine)
+    with Client(base_url, token, page_size=2) as api:
+        target = pulled(api, tmp_path, fmt)
+        result = checked(api, target)
+        whole = verify(api, target, workers=2)
+    # Each empty list is recorded as pulled: compared (0 and 0), not said to be left out.
+    assert result.lists_not_pulled == []
+    found = lists(result)
+    assert set(found) == set(HELD)
+    assert (found["value_entries"].served, found["value_entries"].held) == (0, 0)
+    assert (found["cost_entries"].served, found["cost_entries"].held) == (1, 1)
+    assert result.row_differences == [] and result.differences == []
+    assert whole.differences == [] and whole.notes == []
+
+
+def test_the_command_takes_the_resources_a_copy_was_pulled_with(
+    base_url: str, api: Client, account: Account, tmp_path: Path
+) -> None:
+    target = pulled(api, tmp_path, resources=[r for r in RESOURCES if r.name == "decisions"])
+    env = {**os.environ, "AIROI_TOKEN": account.token, "COLUMNS": "200"}
+    command = [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store",
+               str(target)]  # fmt: skip
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *args], env=env, capture_output=True, text=True, check=False, timeout=120
+        )
+
+    unknown = run("--resources", "decisions,budget")
+    assert unknown.returncode == 2
+    assert "Unknown resource 'budget' in --resources" in unknown.stderr
+    figures_only = run("--resources", "decisions")
+    assert figures_only.returncode == 2
+    assert "--resources leaves out initiatives, cost_entries, value_entries" in " ".join(
+        figures_only.stderr.split()
+    )
+    rows = run("--rows", "--resources", "decisions")
+    assert rows.returncode == 0, rows.stderr
+    said = " ".join(rows.stdout.split())
+    assert "1 rows of 1 lists compared: 0 differ" in said
+    assert "Figures not compared" in said

@@ -373,20 +373,28 @@ class Store:
     # -- state and tables ----------------------------------------------------------
 
     def state(self, name: str) -> WalkState:
+        """Where the walk of `name` resumes: its recorded position, or the start."""
         if name in self._refresh:
             return WalkState()
+        recorded = self._recorded(name)
+        return recorded if recorded is not None else WalkState()
+
+    def _recorded(self, name: str) -> WalkState | None:
+        """The position recorded for `name`, or None when it never was: a list walked is
+        recorded even when it had no row, so that a copy tells an empty list from one it was
+        not asked to hold (`--resources`)."""
         if self.fmt != "duckdb":
             pending = self._pending(name)
-            return pending if pending is not None else self._saved.get(name, WalkState())
+            return pending if pending is not None else self._saved.get(name)
         if self._conn is None:
-            return WalkState()
+            return None
         row = first_row(
             self._conn.execute(
                 f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
                 [name],
             )
         )
-        return saved_state(*row) if row else WalkState()
+        return saved_state(*row) if row else None
 
     def _save_state(self, name: str, state: WalkState) -> None:
         self.conn.execute(
@@ -429,7 +437,7 @@ class Store:
         name = resource.name
         replacing = done and not resource.incremental
         starting_over = name in self._refresh and resource.incremental
-        if not rows and not replacing and not starting_over and state == self.state(name):
+        if not rows and not replacing and not starting_over and state == self._recorded(name):
             # Nothing changed since the last run: nothing to write, but what an earlier run
             # cut off staged.
             if done and self._pending(name) is not None:
@@ -473,7 +481,7 @@ class Store:
         A row whose updated_at is later than its tombstone's deleted_at was given again
         after the deletion and stays (SEMANTICS R34).
         """
-        if not tombstones and DELETIONS not in self._refresh and state == self.state(DELETIONS):
+        if not tombstones and DELETIONS not in self._refresh and state == self._recorded(DELETIONS):
             if done and self._pending(DELETIONS) is not None:
                 return self._apply_tombstones()
             return 0

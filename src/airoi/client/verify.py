@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -52,12 +52,20 @@ from airoi.client.pull import (
     first_row,
     held_formats,
 )
-from airoi.client.verify_rows import ListCheck, ListProgress, RowDifference, check_rows
+from airoi.client.verify_rows import (
+    ListCheck,
+    ListProgress,
+    RowDifference,
+    check_rows,
+    held_lists,
+)
 from airoi.vocabulary import Window
 
 Value = int | float | str | None
 
 WINDOWS: Final[tuple[Window, ...]] = ("all", "1yr", "3yr", "5yr")
+# The lists the figures are recomputed from: a copy without one of them cannot match them.
+FIGURE_LISTS: Final[tuple[str, ...]] = ("initiatives", "cost_entries", "value_entries")
 WINDOW_YEARS: Final[dict[str, int]] = {"1yr": 1, "3yr": 3, "5yr": 5}
 # /roi's figures, as named in its body (SPEC 2.10); nested ones with a dot.
 ROI_FIGURES: Final = (
@@ -149,6 +157,8 @@ class Verification:
     # copy does not hold.
     lists: list[ListCheck] | None = None
     lists_not_pulled: list[str] = field(default_factory=list)
+    # Whether the figures were compared: not when `--resources` leaves out a FIGURE_LISTS.
+    figures: bool = True
 
     @property
     def differences(self) -> list[Compared]:
@@ -611,33 +621,50 @@ def verify(
     progress: Progress | None = None,
     rows: bool = False,
     list_progress: ListProgress | None = None,
+    resources: Collection[str] | None = None,
 ) -> Verification:
     """Compare the copy at `store` with the service `client` asks; with `rows`, every row of
-    each list too (`airoi.client.verify_rows`).
+    each list too (`airoi.client.verify_rows`). `resources`: the lists the copy was pulled
+    with (`airoi pull --resources`); the figures are compared only when they are among them,
+    and with `rows` those lists alone, each whether or not the copy holds it.
 
-    Raises CopyError when the store cannot be read, AiroiError when the service cannot be
-    asked, Inconclusive when its answers are not all of one day.
+    Raises CopyError when the store cannot be read (or `resources` leaves nothing to
+    compare), AiroiError when the service cannot be asked, Inconclusive when its answers
+    are not all of one day.
     """
     started = time.perf_counter()
     requests_before = client.requests_sent
+    left_out = [name for name in FIGURE_LISTS if resources is not None and name not in resources]
+    if left_out and not rows:
+        raise CopyError(
+            f"--resources leaves out {', '.join(left_out)}, which the figures are recomputed "
+            "from: there is nothing to compare without --rows (every row of the lists given)."
+        )
     found_format = store_format(store, fmt)
     conn = open_copy(store, found_format)
     try:
         today, currency, first = _service_today(client)
         result = Verification(client.base_url, store, found_format, today, currency)
-        budgets = list(client.budgets(include_sample=True))
-        live = {int(row["initiative_id"]): row for row in budgets}
-        copy = copy_roi(conn, today)
-        spend = copy_spend(
-            conn,
-            {i: str(row.get("currency") or currency) for i, row in live.items()},
-            currency,
-            today,
-        )
-        result.notes += _notes(conn)
+        result.figures = not left_out
+        live: dict[int, Row] = {}
+        copy = CopyFigures({}, {})
+        spend: dict[int, Spend] = {}
+        if result.figures:
+            budgets = list(client.budgets(include_sample=True))
+            live = {int(row["initiative_id"]): row for row in budgets}
+            copy = copy_roi(conn, today)
+            spend = copy_spend(
+                conn,
+                {i: str(row.get("currency") or currency) for i, row in live.items()},
+                currency,
+                today,
+            )
+            result.notes += _notes(conn)
+            if resources is None:
+                result.notes += _figure_lists_missing(conn, store, found_format)
         if rows:
             result.lists, result.lists_not_pulled = check_rows(
-                client, conn, store, found_format, progress=list_progress
+                client, conn, store, found_format, progress=list_progress, only=resources
             )
     except duckdb.Error as exc:
         conn.close()
@@ -646,6 +673,10 @@ def verify(
         conn.close()
         raise
     conn.close()
+    if not result.figures:
+        result.requests = client.requests_sent - requests_before
+        result.seconds = time.perf_counter() - started
+        return result
 
     ids = sorted(set(live) | set(copy.initiatives) | set(copy.sums))
     asks: list[tuple[int | None, Window]] = [(None, w) for w in WINDOWS if w != "1yr"]
@@ -740,6 +771,19 @@ def _compare_roi(
         result.compared.append(
             Compared(figure, scope, window, _served(body, figure), expected[figure])
         )
+
+
+def _figure_lists_missing(conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format) -> list[str]:
+    """A note when the copy holds none of a list the figures are recomputed from."""
+    held = held_lists(conn, store, fmt)
+    missing = [name for name in FIGURE_LISTS if name not in held]
+    if not missing:
+        return []
+    return [
+        f"The copy holds no {', '.join(missing)} (pulled with --resources, or a pull cut off "
+        "before them): the figures recomputed from them differ for that reason. A copy "
+        "pulled with --resources is verified with the same --resources."
+    ]
 
 
 def _notes(conn: duckdb.DuckDBPyConnection) -> list[str]:

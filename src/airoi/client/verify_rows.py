@@ -26,7 +26,7 @@ with the day; verify recomputes their actual figures instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -142,6 +142,15 @@ def copy_source(conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format, name:
     return typed_csv(path, csv_header(conn, path), types)
 
 
+def held_lists(conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format) -> set[str]:
+    """The lists the copy holds: those it has a table or file for, or a position of (a list
+    that had no row when pulled)."""
+    positions = copy_positions(conn, store, fmt)
+    return {
+        r.name for r in RESOURCES if r.name in positions or copy_source(conn, store, fmt, r.name)
+    }
+
+
 def check_rows(
     client: Client,
     conn: duckdb.DuckDBPyConnection,
@@ -149,9 +158,11 @@ def check_rows(
     fmt: Format,
     *,
     progress: ListProgress | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[list[ListCheck], list[str]]:
     """Each list the copy holds against the service's rows; and the lists left out (not
-    pulled into this copy). `conn` is verify's connection over the copy (`open_copy`)."""
+    pulled into this copy). `conn` is verify's connection over the copy (`open_copy`).
+    With `only`, those lists alone, each compared whether or not the copy holds it."""
     if fmt != "duckdb" and (store / PENDING_FILE).exists():
         raise CopyError(
             f"A pull into {store} was cut off: rows it read are still in {PENDING_FILE}, not "
@@ -162,8 +173,10 @@ def check_rows(
     checks: list[ListCheck] = []
     skipped: list[str] = []
     for resource in ROW_LISTS:
+        if only is not None and resource.name not in only:
+            continue
         source = copy_source(conn, store, fmt, resource.name)
-        if source is None and resource.name not in positions:
+        if only is None and source is None and resource.name not in positions:
             skipped.append(resource.name)  # never pulled into this copy (`--resources`)
             continue
         written = last_written(store, fmt, resource.name) - CLOCK_MARGIN
