@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -576,6 +576,24 @@ def openapi() -> None:
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
 
 
+def _store_failed(store: Path, exc: Exception) -> NoReturn:
+    """The store, not the service, stopped a pull: a file another process holds, a disk
+    that is full. Exit status 1."""
+    err.print(
+        f"Pull stopped: the store at {store} could not be written ({type(exc).__name__}: "
+        f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}). What was written "
+        "before stays; run again to go on.",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(1) from None
+
+
+def _say_nothing(seconds: float, why: Exception) -> None:
+    """`pull --quiet`: a wait that ends in an answer is not a failure, so nothing is said."""
+
+
 def _say_wait(seconds: float, why: Exception) -> None:
     """A wait (a 429's Retry-After, a 503, no answer) is said, not left to look like a hang."""
     err.print(
@@ -650,6 +668,8 @@ def pull(
     except ValueError as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except duckdb.Error as exc:  # another process holds the file (a pull, a notebook)
+        _store_failed(to, exc)
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description:<14}"),
@@ -660,7 +680,8 @@ def pull(
 
     started = time.perf_counter()
     try:
-        client = Client(base_url, token, on_wait=None if quiet else _say_wait)
+        # Quiet: a wait is not said at all (left to the client, it would log its first one).
+        client = Client(base_url, token, on_wait=_say_nothing if quiet else _say_wait)
     except AiroiError as exc:
         err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
@@ -694,16 +715,7 @@ def pull(
             err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
         except (duckdb.Error, OSError) as exc:
-            # The store, not the service: a file another process holds, a disk that is full.
-            err.print(
-                f"Pull stopped: the store at {to} could not be written ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}). What was written "
-                "before stays; run again to go on.",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
-            raise typer.Exit(1) from None
+            _store_failed(to, exc)
     if quiet:
         return
     seconds = time.perf_counter() - started

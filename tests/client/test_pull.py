@@ -805,3 +805,12 @@ def test_a_copy_of_another_account_is_not_continued(
     assert {r.name: stored(target, fmt, r.name) for r in RESOURCES} == before
     # The words the client knows the refusal by are the service's own.
     assert ANOTHER_ACCOUNTS_CURSOR in refused.value.body["error"]["message"]  # type: ignore[index]
+    # A list with no position of its own (budgets, read whole) is refused all the same,
+    # before anything is written: its rows joined the other account's.
+    budgets = [r for r in RESOURCES if r.name == "budgets"]
+    with (
+        Client(base_url, their_token, page_size=2) as api,
+        pytest.raises(AnotherAccountsCopy, match=r"another account .* nothing was written"),
+    ):
+        pull(api, target, fmt, resources=budgets)
+    assert {r.name: stored(target, fmt, r.name) for r in RESOURCES} == before

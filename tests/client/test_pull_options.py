@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import Engine
@@ -358,3 +362,85 @@ def test_a_database_pull_did_not_make_is_left_as_it_is(
     )  # fmt: skip
     assert checked.returncode != 0
     assert "is not a DuckDB file (it is an SQLite database)" in " ".join(checked.stderr.split())
+
+
+def test_a_directory_pull_did_not_make_is_left_as_it_is(
+    base_url: str, account: Account, tmp_path: Path
+) -> None:
+    # Someone's own cost_entries.csv: it was rewritten, its rows kept beside the service's.
+    theirs = tmp_path / "exports"
+    theirs.mkdir()
+    (theirs / "cost_entries.csv").write_text("id,amount_cents,note\n1,100,mine\n")
+    refused = airoi_pull(base_url, account.token, "--to", str(theirs))
+    assert refused.returncode == 2
+    assert " ".join(refused.stderr.split()) == (
+        f"{theirs} is a directory airoi pull did not make (it holds cost_entries.csv and no "
+        "_airoi_state.json); nothing in it was changed. Give a new or empty directory."
+    )
+    assert [p.name for p in theirs.iterdir()] == ["cost_entries.csv"]
+    assert (theirs / "cost_entries.csv").read_text() == "id,amount_cents,note\n1,100,mine\n"
+    # An empty --to (a variable left unset) named the working directory.
+    empty = airoi_pull(base_url, account.token, "--to", "")
+    assert empty.returncode == 2
+    assert "--to names no target" in empty.stderr
+    # An empty directory, and one a first run left cut off, are the copy's own.
+    (tmp_path / "fresh").mkdir()
+    pulled = airoi_pull(base_url, account.token, "--to", str(tmp_path / "fresh"), "--quiet")
+    assert pulled.returncode == 0, pulled.stderr
+
+
+def test_a_duckdb_copy_another_process_holds_stops_the_pull_plainly(
+    base_url: str, account: Account, tmp_path: Path
+) -> None:
+    target = tmp_path / "held.duckdb"
+    assert airoi_pull(base_url, account.token, "--to", str(target), "-q").returncode == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]);"
+         " print('held', flush=True); time.sleep(60)", str(target)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        refused = airoi_pull(base_url, account.token, "--to", str(target))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert refused.returncode == 1
+    said = " ".join(refused.stderr.split())
+    assert said.startswith(f"Pull stopped: the store at {target} could not be written (IOException")
+    assert "Traceback" not in refused.stderr
+
+
+def test_quiet_says_nothing_of_a_wait_that_ended_in_answers(
+    base_url: str, account: Account, tmp_path: Path
+) -> None:
+    # The service answers only after the first attempts found nothing listening: a run that
+    # then succeeds says nothing (cron mails what a quiet run prints).
+    service = urlsplit(base_url)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    def forward(source: socket.socket, sink: socket.socket) -> None:
+        with source, sink:
+            while data := source.recv(65536):
+                sink.sendall(data)
+
+    def proxy() -> None:
+        time.sleep(1.5)  # nothing listens meanwhile: connections are refused
+        listener = socket.create_server(("127.0.0.1", port))
+        listener.settimeout(30)
+        with listener:
+            while True:
+                try:
+                    client, _ = listener.accept()
+                except TimeoutError:
+                    return
+                upstream = socket.create_connection((service.hostname, service.port))
+                threading.Thread(target=forward, args=(client, upstream), daemon=True).start()
+                threading.Thread(target=forward, args=(upstream, client), daemon=True).start()
+
+    threading.Thread(target=proxy, daemon=True).start()
+    late = f"http://127.0.0.1:{port}{service.path}"
+    quiet = airoi_pull(late, account.token, "--to", str(tmp_path / "q.duckdb"), "--quiet")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")

@@ -50,8 +50,16 @@ from typing import Any, Literal, TypeVar
 import duckdb
 
 from airoi.client.client import Client
+from airoi.client.errors import AiroiError
 from airoi.client.frames import rows_to_arrow
-from airoi.client.walk import Start, Walk, WalkState, later
+from airoi.client.walk import (
+    ANOTHER_ACCOUNTS_CURSOR,
+    AnotherAccountsCopy,
+    Start,
+    Walk,
+    WalkState,
+    later,
+)
 
 T = TypeVar("T")
 
@@ -376,10 +384,10 @@ class Store:
         """Where the walk of `name` resumes: its recorded position, or the start."""
         if name in self._refresh:
             return WalkState()
-        recorded = self._recorded(name)
+        recorded = self.recorded(name)
         return recorded if recorded is not None else WalkState()
 
-    def _recorded(self, name: str) -> WalkState | None:
+    def recorded(self, name: str) -> WalkState | None:
         """The position recorded for `name`, or None when it never was: a list walked is
         recorded even when it had no row, so that a copy tells an empty list from one it was
         not asked to hold (`--resources`)."""
@@ -437,7 +445,7 @@ class Store:
         name = resource.name
         replacing = done and not resource.incremental
         starting_over = name in self._refresh and resource.incremental
-        if not rows and not replacing and not starting_over and state == self._recorded(name):
+        if not rows and not replacing and not starting_over and state == self.recorded(name):
             # Nothing changed since the last run: nothing to write, but what an earlier run
             # cut off staged.
             if done and self._pending(name) is not None:
@@ -481,7 +489,7 @@ class Store:
         A row whose updated_at is later than its tombstone's deleted_at was given again
         after the deletion and stays (SEMANTICS R34).
         """
-        if not tombstones and DELETIONS not in self._refresh and state == self._recorded(DELETIONS):
+        if not tombstones and DELETIONS not in self._refresh and state == self.recorded(DELETIONS):
             if done and self._pending(DELETIONS) is not None:
                 return self._apply_tombstones()
             return 0
@@ -611,9 +619,25 @@ def duckdb_file_problem(path: Path) -> str | None:
 
 
 def check_target(target: Path, fmt: Format) -> None:
-    """Refuse, with NotACopy, an existing DuckDB target that is not a DuckDB file or is a
-    database airoi pull did not make (tables, none of them its state); it is only read."""
-    if fmt != "duckdb" or not target.is_file():
+    """Refuse, with NotACopy, an existing target airoi pull did not make: a DuckDB target
+    that is not a DuckDB file or holds tables and none of them its state; a directory that
+    holds files and not its state. It is only read."""
+    if str(target) in ("", "."):
+        raise NotACopy("--to names no target: give a .duckdb file or a directory for the copy.")
+    if fmt != "duckdb":
+        # Its state, or what a first run cut off left to write, says the directory is a copy.
+        marked = any((target / name).exists() for name in (STATE_FILE, PENDING_FILE))
+        if target.is_dir() and not marked:
+            held = sorted(path.name for path in target.iterdir())
+            if held:
+                shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+                raise NotACopy(
+                    f"{target} is a directory airoi pull did not make (it holds {shown} and "
+                    f"no {STATE_FILE}); nothing in it was changed. Give a new or empty "
+                    "directory."
+                )
+        return
+    if not target.is_file():
         return
     problem = duckdb_file_problem(target)
     if problem is not None:
@@ -856,6 +880,7 @@ def pull(
     store = Store(target, fmt, flush_rows=flush_rows, full_refresh=refresh)
     reports: list[ResourceReport] = []
     try:
+        _same_account(client, store, refresh)
         for name in walks(by_name.values()):
             if name == DELETIONS:
                 report = pull_deletions(
@@ -870,6 +895,24 @@ def pull(
         return reports
     finally:
         store.close()
+
+
+def _same_account(client: Client, store: Store, starting_over: set[str]) -> None:
+    """Before anything is written, refuse a copy of another account than the token's: one
+    of the copy's remembered positions (of a list not started over) is asked for a page,
+    and the service refuses a cursor issued to another account (SEMANTICS R13). A list read
+    whole (budgets) or not in the copy yet has no position of its own to be refused with:
+    without this its rows would join another account's."""
+    for name in [*(r.name for r in RESOURCES if r.incremental), DELETIONS]:
+        recorded = None if name in starting_over else store.recorded(name)
+        if recorded is None or recorded.cursor is None:
+            continue
+        try:
+            client.get_json(f"/{name}", {"cursor": recorded.cursor, "limit": "1"})
+        except AiroiError as exc:
+            if exc.status == 400 and exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
+                raise AnotherAccountsCopy(name, exc, whole_copy=True) from None
+        return  # one position answers for the copy: it holds one account
 
 
 DUCKDB_SUFFIXES = (".duckdb", ".db")

@@ -33,12 +33,13 @@ class AnotherAccountsCopy(AiroiError):
     """The copy's remembered position is another account's: the token reads another account
     than the one the copy holds, and continuing would put the two in one copy."""
 
-    def __init__(self, resource: str, refused: AiroiError) -> None:
+    def __init__(self, resource: str, refused: AiroiError, *, whole_copy: bool = False) -> None:
+        written = "nothing" if whole_copy else f"none of {resource}"
         super().__init__(
             refused.status,
             f"the copy of {resource} here is of another account than this token's (the "
-            "service refused its remembered position as issued to another account); none of "
-            f"{resource} was written. Pull this token's account into a new target.",
+            "service refused its remembered position as issued to another account); "
+            f"{written} was written. Pull this token's account into a new target.",
             refused.request_id,
             body=refused.body,
         )
