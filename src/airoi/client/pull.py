@@ -880,8 +880,9 @@ def pull(
     store = Store(target, fmt, flush_rows=flush_rows, full_refresh=refresh)
     reports: list[ResourceReport] = []
     try:
-        _same_account(client, store, refresh)
-        for name in walks(by_name.values()):
+        order = walks(by_name.values())
+        _same_account(client, store, refresh, order[0] if order else None)
+        for name in order:
             if name == DELETIONS:
                 report = pull_deletions(
                     client, store, progress, batch_rows=batch_rows, notice=notice
@@ -897,18 +898,26 @@ def pull(
         store.close()
 
 
-def _same_account(client: Client, store: Store, starting_over: set[str]) -> None:
+def _same_account(client: Client, store: Store, starting_over: set[str], first: str | None) -> None:
     """Before anything is written, refuse a copy of another account than the token's: one
     of the copy's remembered positions (of a list not started over) is asked for a page,
     and the service refuses a cursor issued to another account (SEMANTICS R13). A list read
     whole (budgets) or not in the copy yet has no position of its own to be refused with:
-    without this its rows would join another account's."""
-    for name in [*(r.name for r in RESOURCES if r.incremental), DELETIONS]:
+    without this its rows would join another account's. When the run's `first` walk starts
+    from a position of its own, that walk is the check (before it writes): nothing is asked."""
+
+    def cursor(name: str) -> str | None:
         recorded = None if name in starting_over else store.recorded(name)
-        if recorded is None or recorded.cursor is None:
+        return None if recorded is None else recorded.cursor
+
+    if first is not None and cursor(first) is not None:
+        return
+    for name in [*(r.name for r in RESOURCES if r.incremental), DELETIONS]:
+        remembered = cursor(name)
+        if remembered is None:
             continue
         try:
-            client.get_json(f"/{name}", {"cursor": recorded.cursor, "limit": "1"})
+            client.get_json(f"/{name}", {"cursor": remembered, "limit": "1"})
         except AiroiError as exc:
             if exc.status == 400 and exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
                 raise AnotherAccountsCopy(name, exc, whole_copy=True) from None
