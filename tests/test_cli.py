@@ -350,8 +350,28 @@ def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, command: list[str])
     result = airoi(tmp_path, *command, check=False, env={"AIROI_RATE_LIMIT": "lots"})
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "AIROI_RATE_LIMIT must read like 600/minute or 10/second, not 'lots'"
+        "AIROI_RATE_LIMIT must read like 600/minute or 10/second (at least 1 request a window), "
+        "not 'lots'"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("AIROI_REDIS_URL", "foo://:Sup3rSecretPw@127.0.0.1:6379/14"),
+        ("AIROI_DATABASE_URL", "postgresql+psycopg://postgres:Sup3rSecretPw@127.0.0.1:abc/db"),
+    ],
+)
+def test_serve_refuses_a_store_url_it_cannot_use_in_one_line_without_its_password(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    # It was a traceback quoting the URL (password and all); with workers, a loop of workers
+    # dying and started again that never exited.
+    result = airoi(tmp_path, "serve", "--workers", "2", check=False, env={name: value})
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{name} must ")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Sup3rSecretPw" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("workers", ["0", "-3"])

@@ -82,3 +82,66 @@ def test_a_fixed_today_is_one_every_window_and_fiscal_year_can_hold(value: str) 
         Settings.from_env({"AIROI_TODAY": value})
     for edge in ("0006-01-01", "9998-12-31"):
         assert Settings.from_env({"AIROI_TODAY": edge}).current_date() == date.fromisoformat(edge)
+
+
+PASSWORD = "Sup3rSecretPw"
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (f"foo://:{PASSWORD}@127.0.0.1:6379/14", "begins foo"),
+        (f"redis://:{PASSWORD}@127.0.0.1:abc/14", "port that is not a number"),
+        (f"redis://:{PASSWORD}@127.0.0.1:6379/notadb", "database is not a number"),
+        (f"redis://:{PASSWORD}@/0", "names no host"),
+        ("unix://", "names no socket path"),
+    ],
+)
+def test_a_redis_url_that_cannot_be_used_is_refused_without_its_password(
+    value: str, why: str
+) -> None:
+    # It was taken as it was: a traceback quoting it at start-up (or, for a database that is
+    # no number, counts silently kept in database 0).
+    with pytest.raises(ValueError, match=r"^AIROI_REDIS_URL must read like redis://") as refused:
+        Settings.from_env({"AIROI_REDIS_URL": value})
+    assert why in str(refused.value)
+    assert PASSWORD not in str(refused.value)
+
+
+def test_redis_urls_of_every_documented_form_are_taken() -> None:
+    for value in (
+        "redis://127.0.0.1:6379/15",
+        f"redis://:{PASSWORD}@redis.internal",
+        "rediss://user:pw@redis.example.com:6380/0",
+        "unix:///run/redis/redis.sock",
+    ):
+        assert Settings.from_env({"AIROI_REDIS_URL": value}).redis_url == value
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (f"postgresql+psycopg://postgres:{PASSWORD}@127.0.0.1:abc/rev", "not a URL of that form"),
+        (f"mysql://root:{PASSWORD}@db/airoi", "names mysql+mysqldb"),
+        (f"postgresql+psycopg2://postgres:{PASSWORD}@db/airoi", "names postgresql+psycopg2"),
+        ("airoi.db", "not a URL of that form"),
+    ],
+)
+def test_a_database_url_that_cannot_be_used_is_refused_without_its_password(
+    value: str, why: str
+) -> None:
+    with pytest.raises(ValueError, match=r"^AIROI_DATABASE_URL must be sqlite:///") as refused:
+        Settings.from_env({"AIROI_DATABASE_URL": value})
+    assert why in str(refused.value)
+    assert PASSWORD not in str(refused.value)
+    for good in ("sqlite:////var/lib/airoi.db", "postgresql+psycopg://airoi@db.example.com/a"):
+        assert Settings.from_env({"AIROI_DATABASE_URL": good}).database_url == good
+
+
+def test_a_rate_limit_of_nothing_and_a_public_url_with_a_password_are_refused() -> None:
+    # 0/minute answered every request 429, forever.
+    with pytest.raises(ValueError, match=r"^AIROI_RATE_LIMIT must read like 600/minute"):
+        Settings.from_env({"AIROI_RATE_LIMIT": "0/minute"})
+    with pytest.raises(ValueError, match="one with a user name before its host") as refused:
+        Settings.from_env({"AIROI_PUBLIC_URL": f"https://user:{PASSWORD}@roi.example.com"})
+    assert PASSWORD not in str(refused.value)

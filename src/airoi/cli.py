@@ -150,12 +150,18 @@ def _require_server(command: str) -> None:
 
 
 def _settings(database_url: str | None) -> Settings:
+    from airoi.settings import database_url_from
+
     try:
         settings = Settings.from_env()
-    except ValueError as exc:  # names the AIROI_* variable and what it must be
+        if database_url:
+            settings = settings.with_(
+                database_url=database_url_from(database_url, "--database-url")
+            )
+    except ValueError as exc:  # names the AIROI_* variable (or option) and what it must be
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
-    return settings.with_(database_url=database_url) if database_url else settings
+    return settings
 
 
 def _writer(settings: Settings):  # type: ignore[no-untyped-def]

@@ -21,7 +21,7 @@ import re
 import traceback
 from types import TracebackType
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 
 from airoi.errors import ApiError
@@ -38,6 +38,11 @@ def database_unavailable(message: str = UNAVAILABLE_MESSAGE) -> ApiError:
     return ApiError(503, message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
+# psycopg's classes for SQLSTATE 42P01 and 42703: a table or column the statement names
+# is not in the database.
+_SCHEMA_GONE = frozenset({"UndefinedTable", "UndefinedColumn"})
+
+
 def database_failure(exc: BaseException) -> ApiError | None:
     """A 503 for a database that is away or too slow; None for any other error.
 
@@ -45,6 +50,10 @@ def database_failure(exc: BaseException) -> ApiError | None:
     """
     if isinstance(exc, SATimeoutError):  # no pooled connection came free in time
         return database_unavailable("The database is busy; try again shortly.")
+    if isinstance(exc, ProgrammingError) and type(exc.orig).__name__ in _SCHEMA_GONE:
+        # PostgreSQL: a table or column dropped or renamed under the service; the store
+        # cannot be read as it is (SQLite says so by an OperationalError, answered below).
+        return database_unavailable()
     if not isinstance(exc, OperationalError | InterfaceError):
         return None
     cause = exc.orig

@@ -2,7 +2,8 @@
 
 `GET /healthz` says the process answers: it touches no database and no counter store.
 `GET /readyz` says the store can be read the way requests read it: a real table, through a
-connection of the serving engine held as a request holds it. 200, or 503 with the SPEC 7
+connection of the serving engine held as a request holds it, and every table and column the
+service reads is there. 200, or 503 with the SPEC 7
 body and Retry-After when the store is away, too slow, or cannot be read (a file that is
 not a database, a table missing), each logged as the API logs a failure (SEMANTICS R15).
 """
@@ -13,11 +14,11 @@ from typing import Any
 
 import msgspec
 from litestar import Request, get
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, exists, literal, or_, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 
-from airoi.db.tables import accounts, tokens, users
+from airoi.db.tables import accounts, metadata, tokens, users
 from airoi.failures import log_unreadable
 from airoi.observability import asked, held_context
 
@@ -31,6 +32,11 @@ _READINESS = (
     .join(users, users.c.id == tokens.c.user_id)
     .join(accounts, accounts.c.id == users.c.account_id)
     .limit(1)
+)
+# Every table and column the service reads, named and read no row of: a table dropped or
+# renamed under the service (which its requests would meet) makes the store not ready.
+_SCHEMA = select(literal(1)).where(
+    or_(*(exists(select(*table.c).limit(0)) for table in metadata.sorted_tables))
 )
 
 
@@ -49,7 +55,9 @@ def readyz(request: Request[Any, Any, Any]) -> Health:
     engine: Engine = request.app.state.engine
     context = held_context(request.scope)  # type: ignore[arg-type]
     try:
-        context.hold(engine).execute(_READINESS).all()
+        connection = context.hold(engine)
+        connection.execute(_READINESS).all()
+        connection.execute(_SCHEMA).all()
     except (DBAPIError, SATimeoutError) as exc:
         route, _ = asked(request.scope)  # type: ignore[arg-type]
         raise log_unreadable(exc, route, context.request_id) from None

@@ -115,11 +115,66 @@ def public_url_from_env(value: str | None) -> str | None:
         return None
     url = value.strip().rstrip("/").lower()
     if not _PUBLIC_URL.fullmatch(url):
+        # A user name or password before the host is not repeated (SEMANTICS R15).
+        shown = "one with a user name before its host" if "@" in value else repr(value[:80])
         raise ValueError(
             f"{PUBLIC_URL_ENV} takes a URL such as https://roi.example.com (scheme, host and "
-            f"port, no path), not {value[:80]!r}"
+            f"port, no path), not {shown}"
         )
     return url
+
+
+DATABASE_URL_ENV = "AIROI_DATABASE_URL"
+REDIS_URL_ENV = "AIROI_REDIS_URL"
+
+
+def database_url_from(value: str, name: str = DATABASE_URL_ENV) -> str:
+    """The store's URL, checked for what it can name: an SQLite file or a PostgreSQL database
+    through psycopg 3. The message never repeats the value (it may hold a password)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    wanted = (
+        f"{name} must be sqlite:///path/to/airoi.db or postgresql+psycopg://user@host:5432/database"
+    )
+    try:
+        url = make_url(value)
+    except (ArgumentError, ValueError):
+        raise ValueError(f"{wanted}; the value set is not a URL of that form.") from None
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    if (backend, driver) not in (("sqlite", "pysqlite"), ("postgresql", "psycopg")):
+        raise ValueError(f"{wanted}; the value set names {backend}+{driver}.")
+    return value
+
+
+def redis_url_from_env(value: str | None) -> str | None:
+    """AIROI_REDIS_URL: redis://[:password@]host[:port][/db] (rediss:// with TLS), or
+    unix:///path/to/redis.sock. The message never repeats the value (it may hold a password)."""
+    if not value:
+        return None
+    from urllib.parse import urlsplit
+
+    wanted = (
+        f"{REDIS_URL_ENV} must read like redis://host:6379/0 (rediss:// for TLS, a password "
+        "as redis://:password@host) or unix:///path/to/redis.sock"
+    )
+    try:
+        url = urlsplit(value)
+        url.port  # noqa: B018 - read for its check: a port that is not a number raises
+    except ValueError:
+        raise ValueError(f"{wanted}; the value set has a port that is not a number.") from None
+    if url.scheme == "unix":
+        if not url.path:
+            raise ValueError(f"{wanted}; the value set names no socket path.")
+        return value
+    if url.scheme not in ("redis", "rediss"):
+        raise ValueError(f"{wanted}; the value set begins {url.scheme or 'with no scheme'}.")
+    if not url.hostname:
+        raise ValueError(f"{wanted}; the value set names no host.")
+    database = url.path.strip("/")
+    if database and not (database.isascii() and database.isdigit()):
+        raise ValueError(f"{wanted}; the value set's database is not a number.")
+    return value
 
 
 def _one_of(name: str, value: str | None, choices: tuple[str, ...], default: str) -> str:
@@ -136,11 +191,14 @@ def _rate_limit_from_env(value: str | None) -> str:
     from limits import parse
 
     try:
-        parse(value)
-    except ValueError as exc:
+        item = parse(value)
+    except ValueError:
+        item = None
+    if item is None or item.amount < 1:  # 0/minute refused every request, forever
         raise ValueError(
-            f"AIROI_RATE_LIMIT must read like 600/minute or 10/second, not {value!r}"
-        ) from exc
+            f"AIROI_RATE_LIMIT must read like 600/minute or 10/second (at least 1 request a "
+            f"window), not {value[:80]!r}"
+        )
     return value
 
 
@@ -225,11 +283,11 @@ class Settings:
         env = os.environ if environ is None else environ
         hosts = tuple(h.strip() for h in env.get("AIROI_ALLOWED_HOSTS", "").split(",") if h.strip())
         return cls(
-            database_url=env.get("AIROI_DATABASE_URL") or DEFAULT_DATABASE_URL,
+            database_url=database_url_from(env.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL),
             today=_today_from_env(env.get("AIROI_TODAY")),
             rate_limit=_rate_limit_from_env(env.get("AIROI_RATE_LIMIT")),
             app_url=(env.get("AIROI_APP_URL") or "http://localhost:8000").rstrip("/"),
-            redis_url=env.get("AIROI_REDIS_URL") or None,
+            redis_url=redis_url_from_env(env.get(REDIS_URL_ENV)),
             allowed_hosts=hosts,
             statement_timeout_ms=_statement_timeout_from_env(env.get("AIROI_STATEMENT_TIMEOUT_MS")),
             secret_key=_secret_key_from_env(env.get("AIROI_SECRET_KEY")),

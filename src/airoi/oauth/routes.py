@@ -63,6 +63,7 @@ from airoi.oauth.urls import (
     base_url,
     resource_of,
 )
+from airoi.observability import request_context
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
 
@@ -323,6 +324,11 @@ def address_key(scope: Any) -> str:
     return "oauth-address:" + hashlib.sha256(host.encode("utf-8")).hexdigest()
 
 
+def _request_id_of(scope: Any) -> str | None:
+    context = request_context(scope)
+    return context.request_id if context else None
+
+
 def per_address(app: Any, limiter: RateLimiter, *, page: bool = False) -> Any:
     """`app` counted against the client address's budget (AIROI_OAUTH_RATE_LIMIT) before it
     reads anything; over it, 429 with Retry-After: an OAuth error (JSON), or for the sign-in
@@ -332,7 +338,9 @@ def per_address(app: Any, limiter: RateLimiter, *, page: bool = False) -> Any:
         if scope.get("method") in ("GET", "HEAD"):
             await app(scope, receive, send)
             return
-        standing = await limiter.hit(address_key(scope), where=scope.get("path", ""))
+        standing = await limiter.hit(
+            address_key(scope), where=scope.get("path", ""), request_id=_request_id_of(scope)
+        )
         if standing.allowed:
             await app(scope, receive, send)
             return
