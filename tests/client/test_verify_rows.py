@@ -11,6 +11,7 @@ import csv
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -53,6 +54,22 @@ def checked(api: Client, target: Path) -> Verification:
     result = verify(api, target, rows=True, workers=2)
     assert result.lists is not None
     return result
+
+
+def verify_command(
+    base_url: str, token: str, target: Path
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`airoi verify` of the copy at `target`, with the arguments given to what it returns."""
+    env = {**os.environ, "AIROI_TOKEN": token, "COLUMNS": "200"}
+    command = [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store",
+               str(target)]  # fmt: skip
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *args], env=env, capture_output=True, text=True, check=False, timeout=120
+        )
+
+    return run
 
 
 def lists(result: Verification) -> dict[str, ListCheck]:
@@ -247,14 +264,7 @@ def test_the_command_compares_rows_with_rows_and_exits_1_on_a_difference(
     base_url: str, api: Client, account: Account, tmp_path: Path
 ) -> None:
     target = pulled(api, tmp_path)
-    env = {**os.environ, "AIROI_TOKEN": account.token, "COLUMNS": "200"}
-    command = [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store",
-               str(target)]  # fmt: skip
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*command, *args], env=env, capture_output=True, text=True, check=False, timeout=120
-        )
+    run = verify_command(base_url, account.token, target)
 
     equal = run("--rows")
     assert equal.returncode == 0, equal.stderr
@@ -336,14 +346,7 @@ def test_the_command_takes_the_resources_a_copy_was_pulled_with(
     base_url: str, api: Client, account: Account, tmp_path: Path
 ) -> None:
     target = pulled(api, tmp_path, resources=[r for r in RESOURCES if r.name == "decisions"])
-    env = {**os.environ, "AIROI_TOKEN": account.token, "COLUMNS": "200"}
-    command = [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store",
-               str(target)]  # fmt: skip
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*command, *args], env=env, capture_output=True, text=True, check=False, timeout=120
-        )
+    run = verify_command(base_url, account.token, target)
 
     unknown = run("--resources", "decisions,budget")
     assert unknown.returncode == 2
