@@ -4,12 +4,12 @@ On SQLite the connections a request gives back are kept open, each still checked
 pool with its `Connection` around it, and the next request takes one from the shelf: the
 pool's checkout and return and a new `Connection` cost a request 50.8 µs where taking from
 the shelf and giving back cost 8.6 (the two measured alone, side by side; the limit-100 page
-takes about 1,100 µs in process). What the pool did on the way back is done here as well: the transaction is
-ended (a read-only one: nothing is lost) and the statement deadline disarmed, so a shelved
-connection is as one fresh from the pool. A connection that cannot be given back so is
-discarded, as the pool would. At most `room` wait there; past it, and on a database server
-(where the pool's checkout also asks whether the server has gone, which a connection kept
-aside would skip), a connection goes back to the pool as before.
+takes about 1,100 µs in process). What the pool did on the way back is done here as well:
+the transaction is ended (a read-only one: nothing is lost) and the statement deadline
+disarmed, so a shelved connection is as one fresh from the pool. A connection that cannot be
+given back so is discarded, as the pool would. At most `room` wait there; past it, and on a
+database server (where the pool's checkout also asks whether the server has gone, which a
+connection kept aside would skip), a connection goes back to the pool as before.
 
 A shelved connection is checked out of the pool while it waits, so the pool's count of
 checked-out connections includes the shelf's (`shelved`); no request holds it.
