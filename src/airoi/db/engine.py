@@ -314,18 +314,25 @@ def close_or_discard(connection: Connection) -> Exception | None:
     """
     try:
         if not connection.closed and not connection.invalidated:
-            proxied = connection.connection
-            if not connection.in_transaction():
-                # Statements run on the driver (airoi.db.prepared) leave the driver's own
-                # transaction open: ended here, so that a failure to end it is the caller's
-                # to log (the pool's own rollback would log it with the driver's text).
-                disarm_deadline(proxied.info)
-                proxied.driver_connection.rollback()  # type: ignore[union-attr]
+            # Ended here, so that a failure to end it is the caller's to log (the pool's own
+            # rollback would log it with the driver's text).
+            end_transaction(connection)
         connection.close()
     except Exception as exc:
         discard(connection)
         return exc
     return None
+
+
+def end_transaction(connection: Connection) -> None:
+    """End what `connection` holds open, with no statement deadline for it: its transaction,
+    and the driver's own, which statements run on the driver (airoi.db.prepared) leave
+    open. Raises what the driver raises."""
+    proxied = connection.connection
+    disarm_deadline(proxied.info)
+    if connection.in_transaction():
+        connection.rollback()
+    proxied.driver_connection.rollback()  # type: ignore[union-attr]
 
 
 def discard(connection: Connection) -> None:

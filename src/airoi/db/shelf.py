@@ -18,17 +18,25 @@ checked-out connections includes the shelf's (`shelved`); no request holds it.
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, event
 from sqlalchemy.pool import QueuePool
 
-from airoi.db.engine import close_or_discard, disarm_deadline, discard
+from airoi.db.engine import close_or_discard, discard, end_transaction
 
 # Connections kept aside per engine, at most: as many as a worker's requests hold at once on
 # SQLite, where every request's database work up to its answer runs on the event loop.
 SHELF_SIZE = 4
 
-_SHELVES: weakref.WeakKeyDictionary[Engine, list[Connection]] = weakref.WeakKeyDictionary()
+
+@dataclass
+class _Shelf:
+    room: int  # how many may wait here (`room`); 0: none is ever kept
+    idle: list[Connection] = field(default_factory=list)
+
+
+_SHELVES: weakref.WeakKeyDictionary[Engine, _Shelf] = weakref.WeakKeyDictionary()
 
 
 def room(engine: Engine) -> int:
@@ -41,24 +49,23 @@ def room(engine: Engine) -> int:
     return max(0, min(SHELF_SIZE, pool.size() - 1))
 
 
-def _shelf(engine: Engine) -> list[Connection] | None:
-    """The engine's shelf; None where connections are not kept aside."""
+def _shelf(engine: Engine) -> _Shelf:
+    """The engine's shelf, made on first use with its room."""
     shelf = _SHELVES.get(engine)
     if shelf is None:
-        if room(engine) == 0:
-            return None
-        shelf = _SHELVES.setdefault(engine, [])
-        # Disposing of the engine drops what its pool keeps, and what its shelf keeps too.
-        event.listen(engine, "engine_disposed", clear)
+        shelf = _SHELVES.setdefault(engine, _Shelf(room(engine)))
+        if shelf.room:
+            # Disposing of the engine drops what its pool keeps, and what its shelf keeps too.
+            event.listen(engine, "engine_disposed", clear)
     return shelf
 
 
 def take(engine: Engine) -> Connection:
     """A connection of `engine`: one from its shelf, or else one checked out of its pool."""
-    shelf = _shelf(engine)
-    if shelf:
+    idle = _shelf(engine).idle
+    if idle:
         try:
-            return shelf.pop()
+            return idle.pop()
         except IndexError:  # taken meanwhile by another thread
             pass
     return engine.connect()
@@ -68,30 +75,21 @@ def give_back(connection: Connection) -> Exception | None:
     """Shelve `connection`, or return it to its pool; discard it if either fails. Never
     raises: the failure is returned for the caller to log (`close_or_discard`)."""
     shelf = _shelf(connection.engine)
-    if (
-        shelf is None
-        or len(shelf) >= room(connection.engine)
-        or connection.closed
-        or connection.invalidated
-    ):
+    if len(shelf.idle) >= shelf.room or connection.closed or connection.invalidated:
         return close_or_discard(connection)
     try:
-        if connection.in_transaction():
-            connection.rollback()
-        proxied = connection.connection
-        disarm_deadline(proxied.info)
-        # Statements run on the driver (airoi.db.prepared) leave its own transaction open.
-        proxied.driver_connection.rollback()  # type: ignore[union-attr]
+        end_transaction(connection)
     except Exception as exc:
         discard(connection)
         return exc
-    shelf.append(connection)
+    shelf.idle.append(connection)
     return None
 
 
 def shelved(engine: Engine) -> int:
     """How many of the engine's connections wait on its shelf."""
-    return len(_SHELVES.get(engine, ()))
+    shelf = _SHELVES.get(engine)
+    return 0 if shelf is None else len(shelf.idle)
 
 
 def held(engine: Engine) -> int:
@@ -104,8 +102,8 @@ def held(engine: Engine) -> int:
 def clear(engine: Engine) -> None:
     """Return every shelved connection to the pool (before the engine is disposed of)."""
     shelf = _SHELVES.get(engine)
-    while shelf:
-        close_or_discard(shelf.pop())
+    while shelf is not None and shelf.idle:
+        close_or_discard(shelf.idle.pop())
 
 
 __all__ = ["SHELF_SIZE", "clear", "give_back", "held", "room", "shelved", "take"]
