@@ -673,11 +673,26 @@ def verify(
         conn.close()
         raise
     conn.close()
-    if not result.figures:
-        result.requests = client.requests_sent - requests_before
-        result.seconds = time.perf_counter() - started
-        return result
+    if result.figures:
+        _compare_figures(client, result, live, copy, spend, first, workers, progress)
+    result.requests = client.requests_sent - requests_before
+    result.seconds = time.perf_counter() - started
+    return result
 
+
+def _compare_figures(
+    client: Client,
+    result: Verification,
+    live: Mapping[int, Row],
+    copy: CopyFigures,
+    spend: Mapping[int, Spend],
+    first: Row,
+    workers: int,
+    progress: Progress | None,
+) -> None:
+    """/roi of the portfolio and of each initiative over every window, and each live budget
+    row, against the copy's figures; Inconclusive when the service's day changed meanwhile.
+    `first` is the portfolio's 1yr answer, asked already."""
     ids = sorted(set(live) | set(copy.initiatives) | set(copy.sums))
     asks: list[tuple[int | None, Window]] = [(None, w) for w in WINDOWS if w != "1yr"]
     asks += [(i, w) for i in ids if i in live for w in WINDOWS]
@@ -686,15 +701,13 @@ def verify(
 
     days = _compare_scopes(result, ids, copy, answers)
     days |= _compare_budgets(result, live, spend)
-    other_days = sorted(days - {today.isoformat()})
+    today = result.today.isoformat()
+    other_days = sorted(days - {today})
     if other_days:
         raise Inconclusive(
-            f"The service's day changed while it was asked ({today.isoformat()}, then "
+            f"The service's day changed while it was asked ({today}, then "
             f"{', '.join(other_days)}): its answers cannot be compared. Run again."
         )
-    result.requests = client.requests_sent - requests_before
-    result.seconds = time.perf_counter() - started
-    return result
 
 
 def _compare_scopes(
