@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
+from airoi.client.column_types import COLUMNS
 from airoi.client.pull import (
     DELETIONS,
     RESOURCES,
@@ -30,7 +31,7 @@ from airoi.client.pull import (
 )
 from airoi.client.walk import ANOTHER_ACCOUNTS_CURSOR, AnotherAccountsCopy
 from airoi.load import load_bundle
-from tests.client.conftest import ACCOUNT_ROWS, LATER, Account, raw_walk
+from tests.client.conftest import ACCOUNT_ROWS, FIRST_LOAD, LATER, Account, raw_walk
 from tests.factories import BundleBuilder
 
 duckdb = pytest.importorskip("duckdb")
@@ -814,3 +815,75 @@ def test_a_copy_of_another_account_is_not_continued(
     ):
         pull(api, target, fmt, resources=budgets)
     assert {r.name: stored(target, fmt, r.name) for r in RESOURCES} == before
+
+
+def described(target: Path, fmt: Format, name: str) -> list[tuple[str, str]]:
+    """Each column of the list in the copy, with the type a reader gets (CSV: the type the
+    store wrote the column with, which the next run reads it back as)."""
+    if fmt == "csv":
+        written = json.loads((target / "_airoi_columns.json").read_text())[name]
+        return [(column, kind) for column, kind in written]
+    conn = duckdb.connect(str(target), read_only=True) if fmt == "duckdb" else duckdb.connect()
+    source = name if fmt == "duckdb" else f"read_parquet('{target / f'{name}.parquet'}')"
+    query = f"DESCRIBE SELECT * FROM {source}"  # noqa: S608
+    try:
+        return [(row[0], row[1]) for row in conn.execute(query).fetchall()]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_list_with_no_row_is_an_empty_table_of_its_columns(
+    base_url: str, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # A list the account has no row of is still there to read: SELECT * FROM decisions (or
+    # read_parquet('decisions.parquet')) finds it empty, not missing, with the list's columns
+    # and their types, which the rows given later fill.
+    b = BundleBuilder(first_id=7000)
+    acct = b.account(name="New")
+    token = b.token(b.user(acct, role="owner"), secret="airoi_newacct-" + "n" * 36)
+    b.load(engine, now=FIRST_LOAD)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, token, page_size=2) as api:
+        first = by_name(pull(api, target, fmt))
+    assert first == dict.fromkeys(first, 0)
+    for resource in RESOURCES:
+        assert stored(target, fmt, resource.name) == [], resource.name
+        columns = [column for column, _ in described(target, fmt, resource.name)]
+        # SPEC 2's fields, each object's flattened with "_" (airoi.client.column_types).
+        assert columns == [path.replace(".", "_") for path in COLUMNS[resource.name]]
+    costs = dict(described(target, fmt, "cost_entries"))
+    assert (costs["amount_cents"], costs["period_start"]) == ("BIGINT", "DATE")
+    assert costs["updated_at"] == "TIMESTAMP WITH TIME ZONE"
+    assert costs["is_estimated"] == "BOOLEAN"
+
+    # A copy an earlier version made has no table (file) for a list that had no row: the next
+    # run, with nothing changed, makes it.
+    if fmt == "duckdb":
+        with duckdb.connect(str(target)) as conn:
+            conn.execute("DROP TABLE decisions")
+    else:
+        (target / f"decisions.{fmt}").unlink()
+    with Client(base_url, token, page_size=2) as api:
+        pull(api, target, fmt)
+    assert stored(target, fmt, "decisions") == []
+
+    # Rows come later: they fill the tables, whose columns are those a first pull of them
+    # makes.
+    initiative = b.initiative(acct, title="First", currency="USD")
+    b.cost_entry(initiative, amount_cents=1_234, currency="USD", period_start="2026-02-01")
+    b.decision(acct, initiative_id=initiative, decided_at="2026-05-01T10:00:00Z")
+    b.load(engine, now=LATER)
+    with Client(base_url, token, page_size=2) as api:
+        pull(api, target, fmt)
+        fresh = tmp_path / "fresh"
+        pull(api, target_for(fresh, fmt), fmt)
+    assert [row["amount_cents"] for row in stored(target, fmt, "cost_entries")] == [1_234]
+    assert [row["initiative_id"] for row in stored(target, fmt, "decisions")] == [initiative]
+    for resource in RESOURCES:
+        assert described(target, fmt, resource.name) == described(
+            target_for(fresh, fmt), fmt, resource.name
+        ), resource.name
+        assert stored(target, fmt, resource.name) == stored(
+            target_for(fresh, fmt), fmt, resource.name
+        ), resource.name

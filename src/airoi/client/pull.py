@@ -445,7 +445,8 @@ class Store:
         name = resource.name
         replacing = done and not resource.incremental
         starting_over = name in self._refresh and resource.incremental
-        if not rows and not replacing and not starting_over and state == self.recorded(name):
+        unchanged = not rows and not replacing and not starting_over
+        if unchanged and state == self.recorded(name) and not (done and not self._holds(resource)):
             # Nothing changed since the last run: nothing to write, but what an earlier run
             # cut off staged.
             if done and self._pending(name) is not None:
@@ -468,6 +469,8 @@ class Store:
                     self.conn.execute(f"ALTER TABLE {_quote(table)} RENAME TO {_quote(name)}")
                     self._known[name] = self._known.pop(table)
                     self._known[table] = None
+            if done and not self._holds(resource):
+                self._create_empty(name)
             self._save_state(name, state)
             self.conn.execute("COMMIT")
         except BaseException:
@@ -574,6 +577,26 @@ class Store:
             self.conn.execute(f"INSERT INTO {quoted} BY NAME SELECT * FROM incoming")
         finally:
             self.conn.unregister("incoming")
+
+    def _holds(self, resource: Resource) -> bool:
+        """Whether the list has a table, or (files) rows staged or a file that stays."""
+        name = resource.name
+        if self._table_columns(name) is not None:
+            return True
+        if self.fmt == "duckdb":
+            return False
+        replaced = not resource.incremental or self._replaced(name)
+        return not replaced and self._file(name).exists()
+
+    def _create_empty(self, name: str) -> None:
+        """The list's table with its columns and no row: a list with no row is still there
+        to read (`SELECT * FROM decisions` finds it empty, not missing)."""
+        self.conn.register("empty_list", rows_to_arrow([], name))
+        try:
+            self.conn.execute(f"CREATE TABLE {_quote(name)} AS SELECT * FROM empty_list")
+        finally:
+            self.conn.unregister("empty_list")
+        self._known[name] = self._columns(name)
 
     def _merges_into_file(self, table: str) -> bool:
         """Whether rows staged in `table` are merged into the list's existing file."""
