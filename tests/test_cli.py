@@ -726,3 +726,14 @@ def test_pull_interrupted_says_what_stays(tmp_path: Path) -> None:
     assert process.returncode == 130, "".join(seen) + rest
     assert "Pull interrupted. What was written before stays; run again to go on." in rest
     assert "Traceback" not in rest
+
+
+def test_serve_on_a_store_that_is_not_there_says_so_and_makes_no_file(tmp_path: Path) -> None:
+    # A mistyped path once left an empty file behind, and then a refusal about its schema.
+    refused = airoi(tmp_path, "serve", "--port", "1", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"There is no store at {tmp_path / 'cli.db'}. Run `airoi init` (or `airoi demo`) to make "
+        "one, or set AIROI_DATABASE_URL to the store, then serve again."
+    )
+    assert not (tmp_path / "cli.db").exists()

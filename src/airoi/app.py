@@ -8,6 +8,7 @@ existence (404).
 import functools
 import gc
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -592,7 +593,14 @@ def serving_schema_check(engine: Engine, settings: Settings) -> None:
     cursors with, unless AIROI_SECRET_KEY gives one (SEMANTICS R13). A store that cannot be
     reached yet is served 503 until it can (SPEC 7), not refused. Either is logged by its
     class alone (SEMANTICS R15): the refusal's exception carries no statement and no driver
-    text."""
+    text. An SQLite file that is not there is refused before it is opened, which would make
+    an empty one."""
+    missing = missing_sqlite_file(engine)
+    if missing is not None:
+        raise StoreUnreadable(
+            f"There is no store at {missing}. Run `airoi init` (or `airoi demo`) to make one,"
+            " or set AIROI_DATABASE_URL to the store, then serve again."
+        )
     try:
         require_current_schema(engine)
         if settings.secret_key is None:
@@ -607,6 +615,18 @@ def serving_schema_check(engine: Engine, settings: Settings) -> None:
             "the store cannot be reached at start (%s); its schema is not checked",
             failure_class(exc),
         )
+
+
+def missing_sqlite_file(engine: Engine) -> str | None:
+    """The path of the engine's SQLite file when there is none (a path mistyped, a store
+    never made); None for a file that is there, a URI, memory or another database."""
+    url = engine.url
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:") or url.query.get("uri"):
+        return None
+    return None if os.path.exists(database) else database
 
 
 class StoreUnreadable(Exception):
