@@ -9,6 +9,7 @@ of hanging it. These are liveness checks, not measurements (bench/deadlines.py m
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from sqlalchemy.exc import OperationalError
 
 from airoi.db.engine import DEADLINE_GRACE_S, make_engine
 from airoi.db.migrate import upgrade
@@ -210,3 +212,25 @@ def test_a_frozen_rate_limit_store_is_counted_in_memory_then_in_it_again(
     assert len(messages) == 2, messages
     assert "not answering (TimeoutError)" in messages[0]
     assert "answers again" in messages[1]
+
+
+def test_a_locked_sqlite_store_is_waited_on_no_longer_than_a_statement(tmp_path: Any) -> None:
+    # A store in rollback-journal mode (not WAL) is unreadable while a writer holds its lock;
+    # the serving engine gave up only after SQLite's fixed 5 s, whatever the statement limit.
+    path = tmp_path / "locked.db"
+    made = make_engine(f"sqlite:///{path}")
+    upgrade(made)
+    made.dispose()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=DELETE")
+    writer.execute("BEGIN EXCLUSIVE")
+    serving = make_engine(f"sqlite:///{path}", read_only=True, statement_timeout_ms=300)
+    try:
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="locked"), serving.connect() as conn:
+            conn.exec_driver_sql("SELECT count(*) FROM accounts").scalar()
+        assert time.monotonic() - started < 2.5
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+        serving.dispose()

@@ -62,6 +62,8 @@ KEEPALIVE = {
 }
 
 logger = logging.getLogger("airoi.db")
+# How long SQLite waits for a lock another connection holds (at most a statement's time).
+SQLITE_BUSY_MS = 5000
 
 
 def is_sqlite(url: str) -> bool:
@@ -81,7 +83,12 @@ def make_engine(
             if parsed.database and parsed.database != ":memory:" and not read_only:
                 cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=5000")
+            # A store locked by a writer (one not in WAL mode) is waited on no longer than a
+            # statement may run.
+            busy_ms = SQLITE_BUSY_MS
+            if statement_timeout_ms is not None:
+                busy_ms = min(busy_ms, statement_timeout_ms)
+            cur.execute(f"PRAGMA busy_timeout={busy_ms}")
             if read_only:
                 cur.execute("PRAGMA query_only=ON")
             cur.close()
