@@ -1,0 +1,70 @@
+"""What every `airoi` command writes with: its two consoles, one line as written, the options
+of the commands that ask the API, and the stop when an extra is not installed.
+
+Only typer, rich and the standard library are imported: the client's commands (`pull`,
+`verify`) and `--help` work with the base install.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+out = Console()
+err = Console(stderr=True)
+
+# The service and the token, as the commands that ask the API take them (from the
+# environment too, which keeps the token out of the shell history).
+BaseUrl = Annotated[
+    str, typer.Option("--base-url", envvar="AIROI_BASE_URL", help="The API's base URL.")
+]
+BearerToken = Annotated[str, typer.Option("--token", envvar="AIROI_TOKEN", help="A bearer token.")]
+# Import names of the `server` extra's packages, and of the `pull` extra's.
+SERVER_PACKAGES = (
+    "litestar",
+    "msgspec",
+    "sqlalchemy",
+    "mcp",
+    "alembic",
+    "psycopg",
+    "ijson",
+    "uvicorn",
+    "limits",
+    "redis",
+    "xxhash",
+    "prometheus_client",
+)
+PULL_PACKAGES = ("duckdb", "pyarrow")
+
+
+def say(text: str, *, console: Console = out) -> None:
+    """One line as written: never wrapped or marked up."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def missing_packages(packages: tuple[str, ...]) -> list[str]:
+    missing = []
+    for name in packages:
+        try:
+            found = importlib.util.find_spec(name)
+        except ImportError:
+            found = None
+        if found is None:
+            missing.append(name)
+    return missing
+
+
+def require_extra(extra: str, packages: tuple[str, ...], command: str, *, code: int = 1) -> None:
+    """Stop (exit status `code`) with one line naming the extra to install when its packages
+    are not there."""
+    missing = missing_packages(packages)
+    if missing:
+        say(
+            f"`airoi {command}` needs the {extra} extra ({', '.join(missing)} not installed):"
+            f" pip install -e '.[{extra}]' in the airoi clone",
+            console=err,
+        )
+        raise typer.Exit(code)
