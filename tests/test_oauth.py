@@ -21,7 +21,7 @@ from sqlalchemy import Engine, select, update
 
 from airoi.app import create_app
 from airoi.auth import revoke_token
-from airoi.db.tables import oauth_clients, oauth_codes, oauth_tokens, tokens, users
+from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
 from tests.factories import BundleBuilder
@@ -713,6 +713,36 @@ def test_tokens_end_when_the_user_is_removed(
     with engine.begin() as conn:
         conn.execute(update(users).where(users.c.name == "Grace").values(removed_at=utc_now()))
     assert exchange(oauth_client, reg, got["code"], verifier).json()["error"] == "invalid_grant"
+
+
+def test_no_token_is_issued_once_the_account_loses_api_access(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    # The plan changed after the sign-in: /mcp answers the access token 403, and a refresh
+    # (or a code signed for before) is refused rather than issuing tokens it would refuse.
+    reg, issued = grant(oauth_client, pats["owner"])
+    reg_later = register(oauth_client)
+    verifier, challenge = pkce()
+    location = authorize(oauth_client, reg_later, challenge).headers["location"]
+    got = code_of(sign_in(oauth_client, location, pats["owner"]))
+    with engine.begin() as conn:
+        conn.execute(update(accounts).where(accounts.c.name == "Good").values(api_access=False))
+    assert mcp(oauth_client, issued["access_token"]).status_code == 403
+    refused = refresh(oauth_client, reg, issued["refresh_token"])
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "error": "invalid_grant",
+        "error_description": "This account's plan does not include API access.",
+    }
+    assert exchange(oauth_client, reg_later, got["code"], verifier).json()["error"] == (
+        "invalid_grant"
+    )
+    # Given back, the grant goes on: the refresh token was not spent by the refusal.
+    with engine.begin() as conn:
+        conn.execute(update(accounts).where(accounts.c.name == "Good").values(api_access=True))
+    again = refresh(oauth_client, reg, issued["refresh_token"])
+    assert again.status_code == 200, again.json()
+    assert mcp(oauth_client, again.json()["access_token"]).status_code == 200
 
 
 def test_an_expired_access_token_is_refused(

@@ -118,7 +118,7 @@ def make_engine(
         "tcp_user_timeout": math.ceil(deadline_s * 1000),
     }
     connect_args.update({k: v for k, v in defaults.items() if k not in parsed.query})
-    return _guarded_engine(url, connect_args, deadline_s)
+    return _guarded_engine(url, connect_args, deadline_s, autocommit=read_only)
 
 
 def _driver_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
@@ -187,7 +187,9 @@ def _watch(breaker_ref: weakref.ReferenceType[DatabaseBreaker]) -> None:
         return
 
 
-def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -> Engine:
+def _guarded_engine(
+    url: str, connect_args: dict[str, Any], deadline_s: float, *, autocommit: bool
+) -> Engine:
     import psycopg
 
     not_answering, taken_as_away, connect_timeout = _driver_errors()
@@ -245,15 +247,17 @@ def _guarded_engine(url: str, connect_args: dict[str, Any], deadline_s: float) -
                 raise taken_as_away("the database is taken as away until it answers again")
             return super().connect()
 
+    # Serving (`autocommit`): each statement its own transaction (read-only by
+    # default_transaction_read_only): no BEGIN before a request's first statement, and
+    # returning the connection to the pool sends nothing (its rollback has no transaction to
+    # end), so it never waits on the server. Statements of one request saw a snapshot each
+    # already (read committed). A writer (the OAuth steps) keeps its transactions: what it
+    # writes in one is written whole or not at all.
     engine = create_engine(
         url,
         connect_args=connect_args,
         poolclass=GuardedPool,
-        # Each statement its own transaction (read-only by default_transaction_read_only):
-        # no BEGIN before a request's first statement, and returning the connection to the
-        # pool sends nothing (its rollback has no transaction to end), so it never waits on
-        # the server. Statements of one request saw a snapshot each already (read committed).
-        isolation_level="AUTOCOMMIT",
+        **({"isolation_level": "AUTOCOMMIT"} if autocommit else {}),
     )
     cargs_list, cparams = engine.dialect.create_connect_args(engine.url)
     cargs = tuple(cargs_list)

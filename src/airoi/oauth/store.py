@@ -543,6 +543,11 @@ class OAuthStore:
             raise Refused(
                 TokenError("invalid_grant", "The personal access token is no longer valid.")
             )
+        if not holder.api_access:
+            # As /mcp would answer the tokens (403): none is issued that could not be used.
+            raise Refused(
+                TokenError("invalid_grant", "This account's plan does not include API access.")
+            )
         conn.execute(delete(oauth_tokens).where(oauth_tokens.c.expires_at < now))
         grants = conn.execute(
             select(oauth_tokens.c.grant_id, func.min(oauth_tokens.c.expires_at))
