@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import secrets
 from datetime import timedelta
@@ -261,6 +262,19 @@ def test_registration_keeps_only_the_secrets_hash(oauth_client: Client, engine: 
         row = conn.execute(select(oauth_clients)).one()
     assert row.secret_hash == hashlib.sha256(reg["client_secret"].encode()).hexdigest()
     assert reg["client_secret"] not in row.registration
+
+
+@pytest.mark.parametrize("asked", ["admin", "mcp admin", "openid profile"])
+def test_registration_registers_the_one_scope_whatever_was_asked(
+    oauth_client: Client, engine: Engine, pats: dict[str, str], asked: str
+) -> None:
+    # A client that asked for "admin" was answered scope "admin", as if it held it.
+    reg, issued = grant(oauth_client, pats["owner"], scope=asked)
+    assert reg["scope"] == "mcp"
+    with engine.connect() as conn:
+        row = conn.execute(select(oauth_clients)).one()
+    assert json.loads(row.registration)["scope"] == "mcp"
+    assert issued["scope"] == "mcp"
 
 
 def test_registration_body_is_bounded(oauth_client: Client) -> None:

@@ -317,6 +317,10 @@ class OAuthStore:
             refusal = redirect_uri_refusal(uri)
             if refusal is not None:
                 raise RegistrationError("invalid_redirect_uri", refusal)
+        # The one scope granted is the one registered, and the one the answer echoes (RFC
+        # 7591 3.2.1: a requested value may be replaced): a client that asked for another is
+        # not told it has it.
+        client_info.scope = SCOPE
         registration = client_info.model_dump(
             mode="json",
             exclude_none=True,
