@@ -324,6 +324,33 @@ def test_pkce_plain_is_refused(oauth_client: Client) -> None:
     assert "/oauth/sign-in" not in response.headers["location"]
 
 
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        ({"response_type": "token"}, "unsupported_response_type"),
+        ({"code_challenge_method": "plain"}, "invalid_request"),
+        ({"code_challenge": ""}, "invalid_request"),
+        ({"resource": "https://elsewhere.example/mcp"}, "invalid_target"),
+    ],
+)
+def test_an_error_sent_back_to_the_client_names_the_issuer(
+    oauth_client: Client, extra: dict[str, str], error: str
+) -> None:
+    # RFC 9207: the metadata says authorization responses carry iss, errors included; those
+    # the SDK made left it out.
+    _, challenge = pkce()
+    response = authorize(oauth_client, register(oauth_client), challenge, **extra)
+    assert response.status_code == 302
+    assert response.headers["location"].startswith(REDIRECT + "?")
+    query = parse_qs(urlsplit(response.headers["location"]).query)
+    assert query["error"] == [error]
+    assert query["iss"] == [BASE]
+    assert query["state"] == ["st-123"]
+    metadata = oauth_client.get("/.well-known/oauth-authorization-server").json()
+    assert metadata["authorization_response_iss_parameter_supported"] is True
+    assert metadata["issuer"].rstrip("/") == BASE
+
+
 def test_pkce_method_must_be_given(oauth_client: Client) -> None:
     reg = register(oauth_client)
     _, challenge = pkce()

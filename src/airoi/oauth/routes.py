@@ -24,7 +24,7 @@ import json
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from litestar import asgi
 from litestar.handlers import ASGIRouteHandler
@@ -265,7 +265,7 @@ class CheckedAuthorizationHandler(AuthorizationHandler):
                 "invalid_request",
                 "The code_challenge_method is required and must be S256 (PKCE).",
             )
-        return await super().handle(request)
+        return with_issuer(await super().handle(request), current_base())
 
     async def _refuse(self, params: Any, error: str, description: str) -> Response:
         """The error at the client's redirect URI when the request names a registered client
@@ -288,6 +288,22 @@ class CheckedAuthorizationHandler(AuthorizationHandler):
             iss=current_base(),
         )
         return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
+
+
+def with_issuer(answer: Response, issuer: str) -> Response:
+    """An error sent back to the client's redirect URI names the issuer, as every
+    authorization response must where the metadata says so (RFC 9207; the SDK's own leave it
+    out): `iss` is added to a redirect that carries `error` and no `iss`."""
+    location = answer.headers.get("location")
+    if not 300 <= answer.status_code < 400 or location is None:
+        return answer
+    parts = urlsplit(location)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    names = {name for name, _ in query}
+    if "error" in names and "iss" not in names:
+        query.append(("iss", issuer))
+        answer.headers["location"] = urlunsplit(parts._replace(query=urlencode(query)))
+    return answer
 
 
 def bounded(app: Any, max_body: int) -> Any:
