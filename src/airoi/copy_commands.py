@@ -314,8 +314,11 @@ def verify(
     differences = result.differences
     listed = result.compared if show_all else differences
     if listed:
+        # A figure is never cut short: in a narrow terminal its digits fold onto a second line.
         table = Table(
-            "figure", "scope", "window", "service", "copy", "difference",
+            Column("figure", overflow="fold"), "scope", "window",
+            Column("service", overflow="fold"), Column("copy", overflow="fold"),
+            Column("difference", overflow="fold"),
             title="Figures compared" if show_all else "Differences",
         )  # fmt: skip
         for compared in listed[: None if show_all else VERIFY_SHOWN_ROWS]:

@@ -8,13 +8,27 @@ Only typer, rich and the standard library are imported: the client's commands (`
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-out = Console()
-err = Console(stderr=True)
+# A file or a pipe (cron's mail, a CI log) has no width to keep to: rich would lay tables out
+# in 80 columns and cut a figure to "299,966,85…". There they are laid out this wide, unless
+# COLUMNS says otherwise.
+UNBOUNDED_WIDTH = 400
+
+
+def _console(*, stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = UNBOUNDED_WIDTH
+    return console
+
+
+out = _console()
+err = _console(stderr=True)
 
 # The service and the token, as the commands that ask the API take them (from the
 # environment too, which keeps the token out of the shell history).

@@ -361,3 +361,23 @@ def test_the_command_takes_the_resources_a_copy_was_pulled_with(
     said = " ".join(rows.stdout.split())
     assert "1 rows of 1 lists compared: 0 differ" in said
     assert "Figures not compared" in said
+
+
+def test_figures_printed_to_a_file_or_pipe_are_never_cut_short(
+    base_url: str, api: Client, account: Account, tmp_path: Path
+) -> None:
+    # Into cron's mail or a CI log (no terminal, no COLUMNS) rich laid the table out in 80
+    # columns and cut figures to "70,0…".
+    target = pulled(api, tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"AIROI_TOKEN": account.token}
+    command = [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store",
+               str(target), "--all"]  # fmt: skip
+    run = subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "…" not in run.stdout
+    said = " ".join(run.stdout.split())
+    # By hand: costs 10,000 + n for n in 0..6; approved value 50,000 + n for n = 0, 2, 4.
+    cost, value = 7 * 10_000 + sum(range(7)), 3 * 50_000 + 0 + 2 + 4
+    assert f"│ total_cost_cents │ portfolio │ all │ {cost} │ {cost} │" in said
+    assert f"│ approved_value_cents │ portfolio │ all │ {value} │ {value} │" in said
+    assert f"│ roi │ portfolio │ all │ {(value - cost) / cost!r} │" in said
