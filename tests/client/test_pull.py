@@ -887,3 +887,86 @@ def test_a_list_with_no_row_is_an_empty_table_of_its_columns(
         assert stored(target, fmt, resource.name) == stored(
             target_for(fresh, fmt), fmt, resource.name
         ), resource.name
+
+
+def other_account(engine: Engine, *, with_costs: bool = False) -> str:
+    """A second account with one initiative (so a budget row) and nothing else: none of its
+    lists but initiatives has a row; its token."""
+    other = BundleBuilder(first_id=5000)
+    theirs = other.account(name="Theirs")
+    token = other.token(
+        other.user(theirs, email="them@example.com"), secret="airoi_theirs-" + "y" * 37
+    )
+    initiative = other.initiative(theirs, title="Theirs only")
+    if with_costs:
+        other.cost_entry(initiative, amount_cents=5, currency="USD")
+    other.load(engine, now=LATER)
+    return token
+
+
+def chosen(*names: str) -> list[Any]:
+    return [r for r in RESOURCES if r.name in names]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(
+    ("theirs", "ours", "full_refresh"),
+    [
+        # Their copy holds lists with no position of their own: an empty list and budgets.
+        (("integrations", "budgets"), ("integrations",), False),
+        (("budgets",), ("budgets",), False),
+        # A list of their copy started over: the copy's other lists stay theirs.
+        (("cost_entries", "budgets"), ("cost_entries",), True),
+    ],
+)
+def test_a_copy_with_no_position_of_its_own_is_not_taken_over_by_another_account(
+    base_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+    theirs: tuple[str, ...],
+    ours: tuple[str, ...],
+    full_refresh: bool,
+) -> None:
+    # SEMANTICS R13: a copy holds one account. Their budgets (a position of no list) and an
+    # empty list gave the check no position to ask with, and our rows joined theirs, exit 0.
+    their_token = other_account(engine)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, their_token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen(*theirs))
+    before = {name: stored(target, fmt, name) for name in theirs}
+    assert [row["initiative_id"] for row in before["budgets"]] == [5002]
+    with (
+        Client(base_url, account.token, page_size=2) as api,
+        pytest.raises(AnotherAccountsCopy, match=r"another account .* nothing was written"),
+    ):
+        pull(api, target, fmt, resources=chosen(*ours), full_refresh=full_refresh)
+    assert {name: stored(target, fmt, name) for name in theirs} == before
+    # Their own token goes on as before.
+    with Client(base_url, their_token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen(*theirs))
+    assert {name: stored(target, fmt, name) for name in theirs} == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_whole_copy_started_over_becomes_the_tokens_accounts(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # --full-refresh of every list (and /deletions) replaces the whole copy: nothing of the
+    # other account stays, so it is not refused, and the copy then goes on as the token's.
+    their_token = other_account(engine)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, their_token, page_size=2) as api:
+        pull(api, target, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, full_refresh=True)
+        assert_store_equals_service(target, fmt, base_url, account.token)
+        again = by_name(pull(api, target, fmt))
+    assert again == dict.fromkeys(again, 0) | {"budgets": 3}
+    assert_store_equals_service(target, fmt, base_url, account.token)
+    with (
+        Client(base_url, their_token, page_size=2) as api,
+        pytest.raises(AnotherAccountsCopy),
+    ):
+        pull(api, target, fmt, resources=chosen("budgets"))

@@ -102,6 +102,13 @@ RESOURCES: tuple[Resource, ...] = (
 )
 
 
+# The copy's account, remembered as a position only that account is served past: an
+# initiatives cursor (SEMANTICS R13). Kept for a copy whose lists have none of their own
+# (budgets alone, lists with no row), so that a pull with another account's token is refused
+# there too (`_same_account`).
+ACCOUNT = "_account"
+ACCOUNT_LIST = "initiatives"
+
 # The tables a tombstone can name (SEMANTICS R34): never a name taken from the response.
 DELETABLE = frozenset(resource.name for resource in RESOURCES if resource.incremental)
 
@@ -403,6 +410,22 @@ class Store:
             )
         )
         return saved_state(*row) if row else None
+
+    def positions(self) -> dict[str, str]:
+        """The cursor of every walk the copy remembers one for (and of its account)."""
+        names = [*(r.name for r in RESOURCES if r.incremental), DELETIONS, ACCOUNT]
+        recorded = {name: self.recorded(name) for name in names}
+        return {name: state.cursor for name, state in recorded.items() if state and state.cursor}
+
+    def remember_account(self, cursor: str) -> None:
+        """Keep `cursor`, a position of the account's initiatives, as the copy's account."""
+        state = WalkState(cursor=cursor)
+        if self.fmt == "duckdb":
+            self._save_state(ACCOUNT, state)
+            return
+        self.target.mkdir(parents=True, exist_ok=True)
+        self._saved[ACCOUNT] = state
+        self._write_state_file()
 
     def _save_state(self, name: str, state: WalkState) -> None:
         self.conn.execute(
@@ -915,6 +938,13 @@ def pull(
                     client, store, by_name[name], progress, batch_rows=batch_rows, notice=notice
                 )
             reports.append(report)
+        positions = store.positions()
+        if not set(positions) - {ACCOUNT} and (ACCOUNT not in positions or DELETIONS in refresh):
+            # No list remembers a position: the copy remembers its account by one of its own.
+            page = client.get_json(f"/{ACCOUNT_LIST}", {"include_sample": "true", "limit": "1"})
+            cursor = page.get("page", {}).get("resume_cursor")
+            if isinstance(cursor, str):
+                store.remember_account(cursor)
         store.finish()
         return reports
     finally:
@@ -923,27 +953,26 @@ def pull(
 
 def _same_account(client: Client, store: Store, starting_over: set[str], first: str | None) -> None:
     """Before anything is written, refuse a copy of another account than the token's: one
-    of the copy's remembered positions (of a list not started over) is asked for a page,
-    and the service refuses a cursor issued to another account (SEMANTICS R13). A list read
-    whole (budgets) or not in the copy yet has no position of its own to be refused with:
-    without this its rows would join another account's. When the run's `first` walk starts
-    from a position of its own, that walk is the check (before it writes): nothing is asked."""
-
-    def cursor(name: str) -> str | None:
-        recorded = None if name in starting_over else store.recorded(name)
-        return None if recorded is None else recorded.cursor
-
-    if first is not None and cursor(first) is not None:
+    of the copy's remembered positions is asked for a page, and the service refuses a cursor
+    issued to another account (SEMANTICS R13). A list read whole (budgets) or not in the copy
+    yet has no position of its own to be refused with: without this its rows would join
+    another account's. The position of a list started over counts too (the copy's other
+    lists stay), unless the run starts the whole copy over (/deletions too), which then
+    becomes the token's account's. When the run's `first` walk starts from a position of its
+    own, that walk is the check (before it writes): nothing is asked."""
+    if DELETIONS in starting_over:
         return
-    for name in [*(r.name for r in RESOURCES if r.incremental), DELETIONS]:
-        remembered = cursor(name)
-        if remembered is None:
-            continue
+    positions = store.positions()
+    if first is not None and first not in starting_over and first in positions:
+        return
+    for name, remembered in positions.items():
+        path = f"/{ACCOUNT_LIST if name == ACCOUNT else name}"
         try:
-            client.get_json(f"/{name}", {"cursor": remembered, "limit": "1"})
+            client.get_json(path, {"cursor": remembered, "limit": "1"})
         except AiroiError as exc:
             if exc.status == 400 and exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
-                raise AnotherAccountsCopy(name, exc, whole_copy=True) from None
+                shown = None if name == ACCOUNT else name
+                raise AnotherAccountsCopy(shown, exc, whole_copy=True) from None
         return  # one position answers for the copy: it holds one account
 
 

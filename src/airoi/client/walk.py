@@ -33,11 +33,14 @@ class AnotherAccountsCopy(AiroiError):
     """The copy's remembered position is another account's: the token reads another account
     than the one the copy holds, and continuing would put the two in one copy."""
 
-    def __init__(self, resource: str, refused: AiroiError, *, whole_copy: bool = False) -> None:
+    def __init__(
+        self, resource: str | None, refused: AiroiError, *, whole_copy: bool = False
+    ) -> None:
         written = "nothing" if whole_copy else f"none of {resource}"
+        copy = "the copy" if resource is None else f"the copy of {resource}"
         super().__init__(
             refused.status,
-            f"the copy of {resource} here is of another account than this token's (the "
+            f"{copy} here is of another account than this token's (the "
             "service refused its remembered position as issued to another account); "
             f"{written} was written. Pull this token's account into a new target.",
             refused.request_id,
