@@ -52,8 +52,8 @@ def _say_wait(seconds: float, why: Exception) -> None:
 def pull(
     base_url: BaseUrl,
     token: BearerToken,
-    to: Annotated[
-        Path,
+    to_text: Annotated[
+        str,
         typer.Option(
             "--to",
             help="A .duckdb file, or a directory (a name without extension) for parquet or csv.",
@@ -105,6 +105,11 @@ def pull(
     from airoi.client.pull import DELETIONS, check_target, choose_resources, format_for, walks
     from airoi.client.pull import pull as run_pull
 
+    # Read as text: a Path makes "" (a variable left unset) and "." (here) the same.
+    if not to_text.strip():
+        say("--to names no target: give a .duckdb file or a directory for the copy.", console=err)
+        raise typer.Exit(2)
+    to = Path(to_text)
     try:
         fmt = format_for(to, format_)
         chosen = choose_resources(resources)

@@ -285,10 +285,14 @@ def test_a_file_is_no_directory_store(tmp_path: Path) -> None:
         format_for(tmp_path / "old.duckdb", "duckdb")
 
 
-def airoi_pull(base_url: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+def airoi_pull(
+    base_url: str, token: str, *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "airoi", "pull", "--base-url", base_url, *args]
     env = {**os.environ, "AIROI_TOKEN": token, "COLUMNS": "400"}
-    return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=120)
+    return subprocess.run(
+        argv, env=env, capture_output=True, text=True, check=False, timeout=120, cwd=cwd
+    )
 
 
 def test_the_command_refuses_leaving_nothing_and_quiet_says_nothing(
@@ -383,10 +387,21 @@ def test_a_directory_pull_did_not_make_is_left_as_it_is(
     empty = airoi_pull(base_url, account.token, "--to", "")
     assert empty.returncode == 2
     assert "--to names no target" in empty.stderr
+    blank = airoi_pull(base_url, account.token, "--to", " ")
+    assert blank.returncode == 2
+    assert "--to names no target" in blank.stderr
+    assert not (Path.cwd() / " ").exists()
     # An empty directory, and one a first run left cut off, are the copy's own.
     (tmp_path / "fresh").mkdir()
     pulled = airoi_pull(base_url, account.token, "--to", str(tmp_path / "fresh"), "--quiet")
     assert pulled.returncode == 0, pulled.stderr
+    # "." is the directory the command runs in, as any other name (it was taken for "").
+    (tmp_path / "here").mkdir()
+    here = airoi_pull(base_url, account.token, "--to", ".", "--quiet", cwd=tmp_path / "here")
+    assert here.returncode == 0, here.stderr
+    assert (tmp_path / "here" / "cost_entries.parquet").exists()
+    again = airoi_pull(base_url, account.token, "--to", "./", "--quiet", cwd=tmp_path / "here")
+    assert again.returncode == 0, again.stderr
 
 
 def test_a_duckdb_copy_another_process_holds_stops_the_pull_plainly(

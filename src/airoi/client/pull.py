@@ -668,8 +668,6 @@ def check_target(target: Path, fmt: Format) -> None:
     """Refuse, with NotACopy, an existing target airoi pull did not make: a DuckDB target
     that is not a DuckDB file or holds tables and none of them its state; a directory that
     holds files and not its state. It is only read."""
-    if str(target) in ("", "."):
-        raise NotACopy("--to names no target: give a .duckdb file or a directory for the copy.")
     if fmt != "duckdb":
         # Its state, or what a first run cut off left to write, says the directory is a copy.
         marked = any((target / name).exists() for name in (STATE_FILE, PENDING_FILE))
