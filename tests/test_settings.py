@@ -9,6 +9,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine
 
 from airoi.app import app_from_env
+from airoi.ratelimit import RateLimiter
 from airoi.settings import DEFAULT_DATABASE_URL, Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
@@ -100,6 +101,16 @@ PASSWORD = "Sup3rSecretPw"
         ("AIROI_REDIS_URL", f"redis://:{PASSWORD}@/0", "names no host"),
         ("AIROI_REDIS_URL", "unix://", "names no socket path"),
         (
+            "AIROI_REDIS_URL",
+            f"redis://:{PASSWORD}@127.0.0.1:6379/0?socket_timeout=abc",
+            "cannot use an option of the value set (ValueError)",
+        ),
+        (
+            "AIROI_REDIS_URL",
+            f"rediss://:{PASSWORD}@127.0.0.1:6379/0?ssl_cert_reqs=bogus",
+            "ssl_cert_reqs is not one of none, optional, required",
+        ),
+        (
             "AIROI_DATABASE_URL",
             f"postgresql+psycopg://postgres:{PASSWORD}@127.0.0.1:abc/rev",
             "not a URL of that form",
@@ -129,13 +140,21 @@ def test_a_store_url_that_cannot_be_used_is_refused_without_its_password(
 
 
 def test_store_urls_of_every_documented_form_are_taken() -> None:
-    for value in (
-        "redis://127.0.0.1:6379/15",
-        f"redis://:{PASSWORD}@redis.internal",
-        "rediss://user:pw@redis.example.com:6380/0",
-        "unix:///run/redis/redis.sock",
+    for value, taken in (
+        ("redis://127.0.0.1:6379/15", "redis://127.0.0.1:6379/15"),
+        (f"redis://:{PASSWORD}@redis.internal", f"redis://:{PASSWORD}@redis.internal"),
+        ("rediss://u:pw@redis.example.com:6380/0?ssl_cert_reqs=none", None),
+        # A socket, as the rate limiter's library names it: unix:// stopped every start-up
+        # with a traceback quoting the URL ("unknown storage scheme").
+        ("unix:///run/redis/redis.sock", "redis+unix:///run/redis/redis.sock"),
+        (
+            f"unix://:{PASSWORD}@/run/redis.sock?db=2",
+            f"redis+unix://:{PASSWORD}@/run/redis.sock?db=2",
+        ),
     ):
-        assert Settings.from_env({"AIROI_REDIS_URL": value}).redis_url == value
+        redis_url = Settings.from_env({"AIROI_REDIS_URL": value}).redis_url
+        assert redis_url == (taken or value)
+        assert RateLimiter("10/minute", redis_url).shared  # its storage made of it, unconnected
     for value in ("sqlite:////var/lib/airoi.db", "postgresql+psycopg://airoi@db.example.com/a"):
         assert Settings.from_env({"AIROI_DATABASE_URL": value}).database_url == value
 

@@ -156,17 +156,19 @@ def redis_url_from_env(value: str | None) -> str | None:
 
     wanted = (
         f"{REDIS_URL_ENV} must read like redis://host:6379/0 (rediss:// for TLS, a password "
-        "as redis://:password@host) or unix:///path/to/redis.sock"
+        "as redis://:password@host) or unix:///path/to/redis.sock, each option one the Redis "
+        "client takes"
     )
     try:
         url = urlsplit(value)
         url.port  # noqa: B018 - read for its check: a port that is not a number raises
     except ValueError:
         raise ValueError(f"{wanted}; the value set has a port that is not a number.") from None
-    if url.scheme == "unix":
+    if url.scheme in ("unix", "redis+unix"):
         if not url.path:
             raise ValueError(f"{wanted}; the value set names no socket path.")
-        return value
+        # The rate limiter's library knows a socket as redis+unix:// alone.
+        return _usable_redis_url("redis+unix" + value[value.index(":") :], wanted)
     if url.scheme not in ("redis", "rediss"):
         raise ValueError(f"{wanted}; the value set begins {url.scheme or 'with no scheme'}.")
     if not url.hostname:
@@ -174,6 +176,37 @@ def redis_url_from_env(value: str | None) -> str | None:
     database = url.path.strip("/")
     if database and not (database.isascii() and database.isdigit()):
         raise ValueError(f"{wanted}; the value set's database is not a number.")
+    return _usable_redis_url(value, wanted)
+
+
+# TLS certificate checking as the Redis client takes it from a URL; another value passed
+# every check here and failed every request (a TypeError).
+_SSL_CERT_REQS = ("none", "optional", "required")
+
+
+def _usable_redis_url(value: str, wanted: str) -> str:
+    """`value`, once the Redis client of the rate limiter has taken its options (without
+    connecting): an option it cannot read stops the command here, naming neither the value
+    nor the client's text (which quotes it), rather than a worker at start or every request."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    for name, option in parse_qsl(urlsplit(value).query, keep_blank_values=True):
+        if name == "ssl_cert_reqs" and option.lower() not in _SSL_CERT_REQS:
+            raise ValueError(
+                f"{wanted}; the value set's ssl_cert_reqs is not one of "
+                f"{', '.join(_SSL_CERT_REQS)}."
+            )
+    try:
+        from limits.storage import storage_from_string
+    except ImportError:  # the client alone: no server, no rate limiter to give it to
+        return value
+    try:
+        storage_from_string(value, wrap_exceptions=True)
+    except Exception as exc:  # its text can quote the URL, password included
+        raise ValueError(
+            f"{wanted}; the Redis client cannot use an option of the value set "
+            f"({type(exc).__name__})."
+        ) from None
     return value
 
 
