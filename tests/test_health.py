@@ -360,6 +360,25 @@ def test_a_store_missing_a_table_is_not_ready(
     assert table not in lines[0]  # the class alone, never the driver's text (SEMANTICS R15)
 
 
+def test_a_sqlite_store_missing_its_search_index_is_not_ready(
+    tmp_path: Any, app_client: Any
+) -> None:
+    # The search tool answered 503 while /readyz said ready: the index is not among the
+    # tables of the schema's metadata.
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'airoi.db'}"
+    writer = make_engine(url)
+    upgrade(writer)
+    client = app_client(Settings(database_url=url))
+    assert client.get("/readyz").status_code == 200
+    with writer.begin() as conn:
+        conn.execute(text("DROP TABLE search_fts"))
+    writer.dispose()
+    assert_503(client.get("/readyz"))
+
+
 def test_a_sqlite_file_that_is_not_a_database_is_not_ready(tmp_path: Any, app_client: Any) -> None:
     path = tmp_path / "airoi.db"
     from airoi.db.engine import make_engine

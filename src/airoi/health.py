@@ -3,7 +3,7 @@
 `GET /healthz` says the process answers: it touches no database and no counter store.
 `GET /readyz` says the store can be read the way requests read it: a real table, through a
 connection of the serving engine held as a request holds it, and every table and column the
-service reads is there. 200, or 503 with the SPEC 7
+service reads is there (on SQLite, the search tool's index too). 200, or 503 with the SPEC 7
 body and Retry-After when the store is away, too slow, or cannot be read (a file that is
 not a database, a table missing), each logged as the API logs a failure (SEMANTICS R15).
 """
@@ -14,10 +14,11 @@ from typing import Any
 
 import msgspec
 from litestar import Request, get
-from sqlalchemy import Engine, exists, literal, or_, select
+from sqlalchemy import Engine, column, exists, literal, or_, select, table
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 
+from airoi.db.search_index import FTS_TABLE
 from airoi.db.tables import accounts, metadata, tokens, users
 from airoi.failures import log_unreadable
 from airoi.observability import asked, held_context
@@ -40,6 +41,12 @@ _SCHEMA = select(literal(1)).where(
 )
 
 
+# On SQLite, the search tool's full-text index (airoi.db.search_index), a table of its own.
+_SEARCH_INDEX = select(literal(1)).where(
+    exists(select(column("rowid")).select_from(table(FTS_TABLE)).limit(0))
+)
+
+
 class Health(msgspec.Struct):
     status: str
 
@@ -58,6 +65,8 @@ def readyz(request: Request[Any, Any, Any]) -> Health:
         connection = context.hold(engine)
         connection.execute(_READINESS).all()
         connection.execute(_SCHEMA).all()
+        if engine.dialect.name == "sqlite":
+            connection.execute(_SEARCH_INDEX).all()
     except (DBAPIError, SATimeoutError) as exc:
         route, _ = asked(request.scope)  # type: ignore[arg-type]
         raise log_unreadable(exc, route, context.request_id) from None
