@@ -307,6 +307,13 @@ def test_a_copy_pulled_with_resources_is_verified_with_the_same_resources(
         "metrics": (1, 1),
     }
     assert rows.row_differences == [] and rows.lists_not_pulled == []
+    # Budgets alone are neither figures nor rows compared one by one: nothing to compare,
+    # with --rows too (it said "0 rows of 0 lists compared" and passed).
+    budgets = pulled(
+        api, tmp_path / "budgets", resources=[r for r in RESOURCES if r.name == "budgets"]
+    )
+    with pytest.raises(CopyError, match="names no list compared row by row"):
+        verify(api, budgets, rows=True, workers=2, resources=["budgets"])
     # A list named that the copy does not hold is compared all the same: its rows missing.
     more = verify(api, target, rows=True, workers=2, resources=[*subset, "observations"])
     assert {(d.resource, d.kind) for d in more.row_differences} == {("observations", "missing")}

@@ -53,6 +53,7 @@ from airoi.client.pull import (
     held_formats,
 )
 from airoi.client.verify_rows import (
+    ROW_LISTS,
     ListCheck,
     ListProgress,
     RowDifference,
@@ -639,6 +640,14 @@ def verify(
         raise CopyError(
             f"--resources leaves out {', '.join(left_out)}, which the figures are recomputed "
             "from: there is nothing to compare without --rows (every row of the lists given)."
+        )
+    row_lists = {resource.name for resource in ROW_LISTS}
+    if left_out and resources is not None and not row_lists.intersection(resources):
+        # Budgets are recomputed with the figures, never compared row by row.
+        raise CopyError(
+            f"--resources leaves out {', '.join(left_out)}, which the figures are recomputed "
+            f"from, and names no list compared row by row ({', '.join(sorted(row_lists))}): "
+            "there is nothing to compare."
         )
     found_format = store_format(store, fmt)
     conn = open_copy(store, found_format)
