@@ -160,9 +160,16 @@ def test_store_urls_of_every_documented_form_are_taken() -> None:
 
 
 def test_a_rate_limit_of_nothing_and_a_public_url_with_a_password_are_refused() -> None:
-    # 0/minute answered every request 429, forever.
-    with pytest.raises(ValueError, match=r"^AIROI_RATE_LIMIT must read like 600/minute"):
-        Settings.from_env({"AIROI_RATE_LIMIT": "0/minute"})
+    # 0/minute answered every request 429, forever; a window of years locked a token out
+    # after its one request (Retry-After about 3e19 s); of two limits the second was dropped
+    # without a word.
+    for value in ("0/minute", "1/1000000000000 years", "1/2 days", "10 per minute; 5/second"):
+        with pytest.raises(ValueError, match=r"^AIROI_RATE_LIMIT must read like 600/minute"):
+            Settings.from_env({"AIROI_RATE_LIMIT": value})
+        with pytest.raises(ValueError, match=r"^AIROI_OAUTH_RATE_LIMIT must read like"):
+            Settings.from_env({"AIROI_OAUTH_RATE_LIMIT": value})
+    for value in ("600/minute", "10 per second", "5000/day", "1000000000/second"):
+        assert Settings.from_env({"AIROI_RATE_LIMIT": value}).rate_limit == value
     with pytest.raises(ValueError, match="one with a user name before its host") as refused:
         Settings.from_env({"AIROI_PUBLIC_URL": f"https://user:{PASSWORD}@roi.example.com"})
     assert PASSWORD not in str(refused.value)

@@ -6,6 +6,10 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the server's (limits), read when a rate limit is
+    from limits import RateLimitItem
 
 DEFAULT_DATABASE_URL = "sqlite:///airoi.db"
 DEFAULT_RATE_LIMIT = "600/minute"
@@ -218,19 +222,32 @@ def _one_of(name: str, value: str | None, choices: tuple[str, ...], default: str
     return value.lower()
 
 
+# The longest window a rate limit may have: a Retry-After of at most a day (a year's window
+# locked a token out for good after its one request).
+MAX_RATE_WINDOW_S = 86_400
+
+
+def _one_rate(value: str) -> RateLimitItem | None:
+    """The one limit `value` names, or None: not a limit, or
+    several of them, of which only the first would be kept."""
+    from limits import parse_many
+
+    try:
+        items = parse_many(value)
+    except ValueError:
+        return None
+    return items[0] if len(items) == 1 else None
+
+
 def _rate_limit_from_env(value: str | None) -> str:
     if not value:
         return DEFAULT_RATE_LIMIT
-    from limits import parse
-
-    try:
-        item = parse(value)
-    except ValueError:
-        item = None
-    if item is None or item.amount < 1:  # 0/minute refused every request, forever
+    item = _one_rate(value)
+    # 0/minute refused every request, forever.
+    if item is None or item.amount < 1 or item.get_expiry() > MAX_RATE_WINDOW_S:
         raise ValueError(
-            f"AIROI_RATE_LIMIT must read like 600/minute or 10/second (at least 1 request a "
-            f"window), not {value[:80]!r}"
+            f"AIROI_RATE_LIMIT must read like 600/minute or 10/second: one limit, at least 1 "
+            f"request a window of at most a day, not {value[:80]!r}"
         )
     return value
 
@@ -245,18 +262,13 @@ MAX_OAUTH_RATE_LIMIT_PER_SECOND = 1_000.0
 def oauth_rate_limit_from_env(value: str | None) -> str:
     if not value:
         return DEFAULT_OAUTH_RATE_LIMIT
-    from limits import parse
-
-    try:
-        item = parse(value)
-    except ValueError:
-        item = None
+    item = _one_rate(value)
     # Bounded: at least one request a day, at most MAX_OAUTH_RATE_LIMIT_PER_SECOND a second.
     if (
         item is None
         or item.amount < 1
         or item.amount / item.get_expiry() > MAX_OAUTH_RATE_LIMIT_PER_SECOND
-        or item.get_expiry() > 86_400
+        or item.get_expiry() > MAX_RATE_WINDOW_S
     ):
         raise ValueError(
             f"{OAUTH_RATE_LIMIT_ENV} must read like 60/minute or 5/second (at least 1 request "
