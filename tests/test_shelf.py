@@ -115,3 +115,23 @@ def test_a_connection_that_cannot_end_its_transaction_is_discarded(served: Engin
     assert fresh is not connection
     assert fresh.execute(text("SELECT 1")).scalar_one() == 1
     assert shelf.give_back(fresh) is None
+
+
+def test_a_connection_held_while_the_engine_is_disposed_of_is_not_shelved(
+    served: Engine,
+) -> None:
+    # Given back after the dispose, it was shelved and handed to the next request although
+    # its pool was gone (the new pool counted -1 connections out).
+    held = shelf.take(served)
+    kept = shelf.take(served)
+    assert shelf.give_back(kept) is None
+    served.dispose()
+    assert shelf.shelved(served) == 0  # what the shelf kept went with the old pool
+    assert shelf.give_back(held) is None
+    assert shelf.shelved(served) == 0
+    assert shelf.held(served) == 0
+    fresh = shelf.take(served)
+    assert fresh is not held and fresh is not kept
+    assert fresh.execute(select(func.count()).select_from(accounts)).scalar_one() == 0
+    assert shelf.give_back(fresh) is None
+    assert shelf.held(served) == 0

@@ -34,6 +34,13 @@ SHELF_SIZE = 4
 class _Shelf:
     room: int  # how many may wait here (`room`); 0: none is ever kept
     idle: list[Connection] = field(default_factory=list)
+    # How many times the engine was disposed of: a connection checked out before then is of
+    # a pool the engine no longer has, and is never shelved.
+    disposals: int = 0
+
+
+# Under this key of a connection's `info`: the shelf's `disposals` when it was checked out.
+_CHECKED_OUT_AT = "airoi_shelf_disposals"
 
 
 _SHELVES: weakref.WeakKeyDictionary[Engine, _Shelf] = weakref.WeakKeyDictionary()
@@ -56,26 +63,42 @@ def _shelf(engine: Engine) -> _Shelf:
         shelf = _SHELVES.setdefault(engine, _Shelf(room(engine)))
         if shelf.room:
             # Disposing of the engine drops what its pool keeps, and what its shelf keeps too.
-            event.listen(engine, "engine_disposed", clear)
+            event.listen(engine, "engine_disposed", _disposed)
     return shelf
+
+
+def _disposed(engine: Engine) -> None:
+    shelf = _SHELVES.get(engine)
+    if shelf is not None:
+        shelf.disposals += 1
+    clear(engine)
 
 
 def take(engine: Engine) -> Connection:
     """A connection of `engine`: one from its shelf, or else one checked out of its pool."""
-    idle = _shelf(engine).idle
+    shelf = _shelf(engine)
+    idle = shelf.idle
     if idle:
         try:
             return idle.pop()
         except IndexError:  # taken meanwhile by another thread
             pass
-    return engine.connect()
+    connection = engine.connect()
+    if shelf.room:
+        connection.info[_CHECKED_OUT_AT] = shelf.disposals
+    return connection
 
 
 def give_back(connection: Connection) -> Exception | None:
     """Shelve `connection`, or return it to its pool; discard it if either fails. Never
     raises: the failure is returned for the caller to log (`close_or_discard`)."""
     shelf = _shelf(connection.engine)
-    if len(shelf.idle) >= shelf.room or connection.closed or connection.invalidated:
+    if (
+        len(shelf.idle) >= shelf.room
+        or connection.closed
+        or connection.invalidated
+        or connection.info.get(_CHECKED_OUT_AT) != shelf.disposals
+    ):
         return close_or_discard(connection)
     try:
         end_transaction(connection)
