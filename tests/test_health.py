@@ -13,6 +13,7 @@ import logging
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -285,6 +286,18 @@ def test_a_sum_past_64_bits_on_sqlite_is_a_500_not_a_database_away(
     assert set(response.json()["error"]) == {"status", "message", "request_id"}
 
 
+def migrated_sqlite(path: Path) -> str:
+    """The URL of a new SQLite store at `path`, migrated, with no connection left open."""
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    url = f"sqlite:///{path}"
+    writer = make_engine(url)
+    upgrade(writer)
+    writer.dispose()
+    return url
+
+
 @pytest.fixture
 def scratch_url(db_url: str, tmp_path: Any) -> Iterator[str]:
     """A migrated store of `db_url`'s kind of its own, for a test that breaks it."""
@@ -294,11 +307,7 @@ def scratch_url(db_url: str, tmp_path: Any) -> Iterator[str]:
     from airoi.db.migrate import upgrade
 
     if db_url.startswith("sqlite"):
-        url = f"sqlite:///{tmp_path / 'scratch.db'}"
-        writer = make_engine(url)
-        upgrade(writer)
-        writer.dispose()
-        yield url
+        yield migrated_sqlite(tmp_path / "scratch.db")
         return
     admin = make_engine(db_url)
     name = f"airoi_scratch_{uuid.uuid4().hex[:12]}"
@@ -366,12 +375,10 @@ def test_a_sqlite_store_missing_its_search_index_is_not_ready(
     # The search tool answered 503 while /readyz said ready: the index is not among the
     # tables of the schema's metadata.
     from airoi.db.engine import make_engine
-    from airoi.db.migrate import upgrade
 
-    url = f"sqlite:///{tmp_path / 'airoi.db'}"
-    writer = make_engine(url)
-    upgrade(writer)
+    url = migrated_sqlite(tmp_path / "airoi.db")
     client = app_client(Settings(database_url=url))
+    writer = make_engine(url)
     assert client.get("/readyz").status_code == 200
     with writer.begin() as conn:
         conn.execute(text("DROP TABLE search_fts"))
@@ -381,13 +388,7 @@ def test_a_sqlite_store_missing_its_search_index_is_not_ready(
 
 def test_a_sqlite_file_that_is_not_a_database_is_not_ready(tmp_path: Any, app_client: Any) -> None:
     path = tmp_path / "airoi.db"
-    from airoi.db.engine import make_engine
-    from airoi.db.migrate import upgrade
-
-    writer = make_engine(f"sqlite:///{path}")
-    upgrade(writer)
-    writer.dispose()
-    client = app_client(Settings(database_url=f"sqlite:///{path}"))
+    client = app_client(Settings(database_url=migrated_sqlite(path)))
     assert client.get("/readyz").status_code == 200
     client.app.state.engine.dispose()  # a new connection reads the file as it now is
     with path.open("r+b") as store:
@@ -402,15 +403,9 @@ def test_a_sqlite_store_in_a_directory_that_cannot_be_written_is_not_ready(
     # in a directory it cannot write, every request was 503 and /readyz said 200.
     import subprocess
 
-    from airoi.db.engine import make_engine
-    from airoi.db.migrate import upgrade
-
     directory = tmp_path / "store"
     directory.mkdir()
-    url = f"sqlite:///{directory / 'airoi.db'}"
-    writer = make_engine(url)
-    upgrade(writer)
-    writer.dispose()
+    url = migrated_sqlite(directory / "airoi.db")
     for leftover in directory.glob("airoi.db-*"):
         leftover.unlink()
     # Read-only even for root: an immutable directory (chattr), where the file system has it.
