@@ -350,8 +350,8 @@ def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, command: list[str])
     result = airoi(tmp_path, *command, check=False, env={"AIROI_RATE_LIMIT": "lots"})
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "AIROI_RATE_LIMIT must read like 600/minute or 10/second (at least 1 request a window), "
-        "not 'lots'"
+        "AIROI_RATE_LIMIT must read like 600/minute or 10/second: one limit, at least 1 request "
+        "a window of at most a day, not 'lots'"
     )
 
 
