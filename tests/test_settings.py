@@ -111,6 +111,16 @@ PASSWORD = "Sup3rSecretPw"
             "ssl_cert_reqs is not one of none, optional, required",
         ),
         (
+            "AIROI_REDIS_URL",
+            f"rediss://:{PASSWORD}@127.0.0.1:6379/0?ssl_cert_reqs=NONE",
+            "ssl_cert_reqs is not one of none, optional, required",
+        ),
+        (
+            "AIROI_REDIS_URL",
+            f"redis://:{PASSWORD}@127.0.0.1:6379/0?protocol=9",
+            "protocol is not 2 or 3",
+        ),
+        (
             "AIROI_DATABASE_URL",
             f"postgresql+psycopg://postgres:{PASSWORD}@127.0.0.1:abc/rev",
             "not a URL of that form",
@@ -170,6 +180,7 @@ def test_a_rate_limit_of_nothing_and_a_public_url_with_a_password_are_refused() 
             Settings.from_env({"AIROI_OAUTH_RATE_LIMIT": value})
     for value in ("600/minute", "10 per second", "5000/day", "1000000000/second"):
         assert Settings.from_env({"AIROI_RATE_LIMIT": value}).rate_limit == value
-    with pytest.raises(ValueError, match="one with a user name before its host") as refused:
-        Settings.from_env({"AIROI_PUBLIC_URL": f"https://user:{PASSWORD}@roi.example.com"})
-    assert PASSWORD not in str(refused.value)
+    for name in ("AIROI_PUBLIC_URL", "AIROI_CORS_ORIGINS"):
+        with pytest.raises(ValueError, match="one with a user name before its host") as refused:
+            Settings.from_env({name: f"https://user:{PASSWORD}@roi.example.com"})
+        assert PASSWORD not in str(refused.value)

@@ -47,9 +47,11 @@ def parse_origins(value: str | None) -> tuple[str, ...]:
         raise ValueError("AIROI_CORS_ORIGINS is either * alone or a list of origins")
     for origin in origins:
         if origin != ANY_ORIGIN and not _ORIGIN.fullmatch(origin):
+            # An origin with a user name before its host may carry a password: not repeated.
+            shown = "one with a user name before its host" if "@" in origin else repr(origin[:80])
             raise ValueError(
                 "AIROI_CORS_ORIGINS takes origins such as https://notebook.example.com or "
-                f"http://localhost:8888 (scheme, host and port, no path), not {origin[:80]!r}"
+                f"http://localhost:8888 (scheme, host and port, no path), not {shown}"
             )
     return origins
 
@@ -186,6 +188,7 @@ def redis_url_from_env(value: str | None) -> str | None:
 # TLS certificate checking as the Redis client takes it from a URL; another value passed
 # every check here and failed every request (a TypeError).
 _SSL_CERT_REQS = ("none", "optional", "required")
+_PROTOCOLS = ("2", "3")  # RESP2 or RESP3: another failed every request
 
 
 def _usable_redis_url(value: str, wanted: str) -> str:
@@ -195,11 +198,14 @@ def _usable_redis_url(value: str, wanted: str) -> str:
     from urllib.parse import parse_qsl, urlsplit
 
     for name, option in parse_qsl(urlsplit(value).query, keep_blank_values=True):
-        if name == "ssl_cert_reqs" and option.lower() not in _SSL_CERT_REQS:
+        # The client compares these as written (NONE is no value of ssl_cert_reqs).
+        if name == "ssl_cert_reqs" and option not in _SSL_CERT_REQS:
             raise ValueError(
                 f"{wanted}; the value set's ssl_cert_reqs is not one of "
                 f"{', '.join(_SSL_CERT_REQS)}."
             )
+        if name == "protocol" and option not in _PROTOCOLS:
+            raise ValueError(f"{wanted}; the value set's protocol is not 2 or 3.")
     try:
         from limits.storage import storage_from_string
     except ImportError:  # the client alone: no server, no rate limiter to give it to
