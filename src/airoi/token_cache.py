@@ -35,6 +35,7 @@ import contextlib
 import logging
 import select
 import socket
+import sqlite3
 import threading
 import time
 import weakref
@@ -42,6 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from airoi.db.engine import KEEPALIVE
 from airoi.failures import failure_class
@@ -162,6 +164,10 @@ class TokenCache:
         driver: Any = proxied.driver_connection
         try:
             version = driver.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            # The store locked or unreadable: answered now, as the statement's own failure
+            # (503), rather than after the lookup waited for the lock as long again.
+            raise OperationalError("PRAGMA data_version", None, exc) from None
         except Exception:  # the lookup that follows asks, and answers, as it would
             return False
         # The driver connection too: a record whose connection was replaced starts afresh.
