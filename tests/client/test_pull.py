@@ -970,3 +970,26 @@ def test_a_whole_copy_started_over_becomes_the_tokens_accounts(
         pytest.raises(AnotherAccountsCopy),
     ):
         pull(api, target, fmt, resources=chosen("budgets"))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_copy_started_over_by_an_account_with_nothing_forgets_the_account_before(
+    base_url: str, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # Their budgets-only copy remembers their account; started over whole by an account with
+    # no initiative (no position to remember it by), it kept theirs, and refused its new
+    # owner's next pull.
+    their_token = other_account(engine)
+    b = BundleBuilder(first_id=8000)
+    empty_token = b.token(
+        b.user(b.account(name="Empty"), role="owner"), secret="airoi_empty-" + "e" * 38
+    )
+    b.load(engine, now=LATER)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, their_token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("budgets"))
+    with Client(base_url, empty_token, page_size=2) as api:
+        pull(api, target, fmt, full_refresh=True)
+        again = by_name(pull(api, target, fmt))
+    assert again == dict.fromkeys(again, 0)
+    assert all(stored(target, fmt, r.name) == [] for r in RESOURCES)

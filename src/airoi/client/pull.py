@@ -427,6 +427,14 @@ class Store:
         self._saved[ACCOUNT] = state
         self._write_state_file()
 
+    def forget_account(self) -> None:
+        """The copy no longer remembers an account (its whole copy was started over)."""
+        if self.fmt == "duckdb":
+            self.conn.execute(f"DELETE FROM {STATE_TABLE} WHERE resource = ?", [ACCOUNT])
+            return
+        self._saved.pop(ACCOUNT, None)
+        self._write_state_file()
+
     def _save_state(self, name: str, state: WalkState) -> None:
         self.conn.execute(
             f"INSERT OR REPLACE INTO {STATE_TABLE} VALUES (?, ?, NULL, ?, NULL, now())",
@@ -943,6 +951,8 @@ def pull(
             cursor = page.get("page", {}).get("resume_cursor")
             if isinstance(cursor, str):
                 store.remember_account(cursor)
+            elif ACCOUNT in positions:  # started over by an account with no initiative
+                store.forget_account()
         store.finish()
         return reports
     finally:
