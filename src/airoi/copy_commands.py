@@ -207,8 +207,8 @@ def _shown(value: object) -> str:
 def verify(
     base_url: BaseUrl,
     token: BearerToken,
-    store: Annotated[
-        Path,
+    store_text: Annotated[
+        str,
         typer.Option(
             "--store",
             help="The copy airoi pull made: a .duckdb file, or its parquet or csv directory.",
@@ -260,6 +260,14 @@ def verify(
     with the same --resources. Needs the pull extra (duckdb).
     """
     require_extra("pull", ("duckdb",), "verify", code=2)
+    # Read as text, as pull's --to: "" (a variable left unset) is not the directory here.
+    if not store_text.strip():
+        say(
+            "--store names no copy: give the .duckdb file or the directory airoi pull made.",
+            console=err,
+        )
+        raise typer.Exit(2)
+    store = Path(store_text)
 
     from airoi.client.pull import choose_resources
 

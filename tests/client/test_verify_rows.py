@@ -312,8 +312,9 @@ def test_a_copy_pulled_with_resources_is_verified_with_the_same_resources(
     budgets = pulled(
         api, tmp_path / "budgets", resources=[r for r in RESOURCES if r.name == "budgets"]
     )
-    with pytest.raises(CopyError, match="names no list compared row by row"):
-        verify(api, budgets, rows=True, workers=2, resources=["budgets"])
+    for with_rows in (True, False):  # without --rows it said to add --rows, which was refused
+        with pytest.raises(CopyError, match="names no list compared row by row"):
+            verify(api, budgets, rows=with_rows, workers=2, resources=["budgets"])
     # A list named that the copy does not hold is compared all the same: its rows missing.
     more = verify(api, target, rows=True, workers=2, resources=[*subset, "observations"])
     assert {(d.resource, d.kind) for d in more.row_differences} == {("observations", "missing")}
@@ -388,3 +389,19 @@ def test_figures_printed_to_a_file_or_pipe_are_never_cut_short(
     assert f"│ total_cost_cents │ portfolio │ all │ {cost} │ {cost} │" in said
     assert f"│ approved_value_cents │ portfolio │ all │ {value} │ {value} │" in said
     assert f"│ roi │ portfolio │ all │ {(value - cost) / cost!r} │" in said
+
+
+@pytest.mark.parametrize("store", ["", " "])
+def test_an_empty_store_is_refused_not_taken_for_this_directory(
+    base_url: str, account: Account, tmp_path: Path, store: str
+) -> None:
+    # --store "" (a variable left unset) verified the directory the command ran in.
+    env = {**os.environ, "AIROI_TOKEN": account.token, "COLUMNS": "200"}
+    command = [sys.executable, "-m", "airoi", "verify", "--base-url", base_url, "--store", store]
+    run = subprocess.run(
+        command, env=env, capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip() == (
+        "--store names no copy: give the .duckdb file or the directory airoi pull made."
+    )

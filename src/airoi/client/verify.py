@@ -636,18 +636,19 @@ def verify(
     started = time.perf_counter()
     requests_before = client.requests_sent
     left_out = [name for name in FIGURE_LISTS if resources is not None and name not in resources]
-    if left_out and not rows:
-        raise CopyError(
-            f"--resources leaves out {', '.join(left_out)}, which the figures are recomputed "
-            "from: there is nothing to compare without --rows (every row of the lists given)."
-        )
     row_lists = {resource.name for resource in ROW_LISTS}
     if left_out and resources is not None and not row_lists.intersection(resources):
-        # Budgets are recomputed with the figures, never compared row by row.
+        # Budgets are recomputed with the figures, never compared row by row: --rows would
+        # not help either.
         raise CopyError(
             f"--resources leaves out {', '.join(left_out)}, which the figures are recomputed "
             f"from, and names no list compared row by row ({', '.join(sorted(row_lists))}): "
             "there is nothing to compare."
+        )
+    if left_out and not rows:
+        raise CopyError(
+            f"--resources leaves out {', '.join(left_out)}, which the figures are recomputed "
+            "from: there is nothing to compare without --rows (every row of the lists given)."
         )
     found_format = store_format(store, fmt)
     conn = open_copy(store, found_format)
