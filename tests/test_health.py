@@ -369,8 +369,9 @@ def test_a_store_missing_a_table_is_not_ready(
     assert table not in lines[0]  # the class alone, never the driver's text (SEMANTICS R15)
 
 
+@pytest.mark.parametrize("dropped", ["search_fts", "search_fts_idx", "search_fts_data"])
 def test_a_sqlite_store_missing_its_search_index_is_not_ready(
-    tmp_path: Any, app_client: Any
+    tmp_path: Any, app_client: Any, dropped: str
 ) -> None:
     # The search tool answered 503 while /readyz said ready: the index is not among the
     # tables of the schema's metadata.
@@ -379,9 +380,14 @@ def test_a_sqlite_store_missing_its_search_index_is_not_ready(
     url = migrated_sqlite(tmp_path / "airoi.db")
     client = app_client(Settings(database_url=url))
     writer = make_engine(url)
+    b = BundleBuilder()
+    account = b.account()
+    for n in range(3):  # entries in the index, so that a search reads its tables
+        b.initiative(account, title=f"Ready for launch {n}")
+    b.load(writer)
     assert client.get("/readyz").status_code == 200
     with writer.begin() as conn:
-        conn.execute(text("DROP TABLE search_fts"))
+        conn.execute(text(f"DROP TABLE {dropped}"))
     writer.dispose()
     assert_503(client.get("/readyz"))
 

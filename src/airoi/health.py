@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, get
-from sqlalchemy import Engine, column, exists, literal, or_, select, table
+from sqlalchemy import Engine, Select, column, exists, literal, or_, select, table, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 
@@ -41,9 +41,13 @@ _SCHEMA = select(literal(1)).where(
 )
 
 
-# On SQLite, the search tool's full-text index (airoi.db.search_index), a table of its own.
-_SEARCH_INDEX = select(literal(1)).where(
-    exists(select(column("rowid")).select_from(table(FTS_TABLE)).limit(0))
+# On SQLite, the search tool's full-text index (airoi.db.search_index), a table of its own
+# over tables of its own: a match is asked of it, which reads them (naming it read none).
+_SEARCH_INDEX: Select[Any] = (
+    select(column("rowid"))
+    .select_from(table(FTS_TABLE))
+    .where(text(f"{FTS_TABLE} MATCH '\"ready\"'"))
+    .limit(1)
 )
 
 
