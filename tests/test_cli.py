@@ -737,3 +737,19 @@ def test_serve_on_a_store_that_is_not_there_says_so_and_makes_no_file(tmp_path: 
         "one, or set AIROI_DATABASE_URL to the store, then serve again."
     )
     assert not (tmp_path / "cli.db").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["token", "issue", "--user", "10"], ["token", "revoke", "airoi_abc"]]
+)
+def test_a_token_command_on_a_store_that_is_not_there_makes_none(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # A mistyped path made a whole new, empty store, then said the user was not found.
+    refused = airoi(tmp_path, *command, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"There is no store at {tmp_path / 'cli.db'}. Run `airoi init` (or `airoi demo`) to make "
+        "one, or set AIROI_DATABASE_URL to the store."
+    )
+    assert not (tmp_path / "cli.db").exists()

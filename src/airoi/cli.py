@@ -103,12 +103,25 @@ def _settings(database_url: str | None) -> Settings:
     return settings
 
 
-def _writer(settings: Settings):  # type: ignore[no-untyped-def]
+def _writer(settings: Settings, *, existing: bool = False):  # type: ignore[no-untyped-def]
+    """The store's writer engine, the store migrated; made where there is none, unless the
+    command only changes a store that exists (`existing`: a token for a user of it)."""
     from airoi.db.engine import make_engine
     from airoi.db.migrate import upgrade
     from airoi.db.secret import ensure_store_secret
 
     engine = make_engine(settings.database_url)
+    if existing:
+        from airoi.app import missing_sqlite_file
+
+        missing = missing_sqlite_file(engine)
+        if missing is not None:
+            say(
+                f"There is no store at {missing}. Run `airoi init` (or `airoi demo`) to make"
+                " one, or set AIROI_DATABASE_URL to the store.",
+                console=err,
+            )
+            raise typer.Exit(1)
     upgrade(engine)
     # SEMANTICS R13: the migration makes the store's secret; made again should it be gone.
     ensure_store_secret(engine)
@@ -317,7 +330,7 @@ def token_issue(
     _require_server("token issue")
     from airoi.auth import TokenRefused, issue_token
 
-    engine = _writer(_settings(database_url))
+    engine = _writer(_settings(database_url), existing=True)
     try:
         token = issue_token(engine, user, expires_in_days=expires_in)
     except TokenRefused as exc:
@@ -344,7 +357,7 @@ def token_revoke(
     _require_server("token revoke")
     from airoi.auth import TokenRefused, revoke_token
 
-    engine = _writer(_settings(database_url))
+    engine = _writer(_settings(database_url), existing=True)
     try:
         revoked = revoke_token(engine, prefix)
     except TokenRefused as exc:
