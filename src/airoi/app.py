@@ -8,7 +8,6 @@ existence (404).
 import functools
 import gc
 import logging
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -63,7 +62,7 @@ from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
 from airoi.db import shelf
-from airoi.db.engine import make_engine
+from airoi.db.engine import make_engine, missing_sqlite_file, no_store_at
 from airoi.db.migrate import require_current_schema
 from airoi.db.secret import require_store_secret
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
@@ -597,10 +596,7 @@ def serving_schema_check(engine: Engine, settings: Settings) -> None:
     an empty one."""
     missing = missing_sqlite_file(engine)
     if missing is not None:
-        raise StoreUnreadable(
-            f"There is no store at {missing}. Run `airoi init` (or `airoi demo`) to make one,"
-            " or set AIROI_DATABASE_URL to the store, then serve again."
-        )
+        raise StoreUnreadable(f"{no_store_at(missing)}, then serve again.")
     try:
         require_current_schema(engine)
         if settings.secret_key is None:
@@ -615,18 +611,6 @@ def serving_schema_check(engine: Engine, settings: Settings) -> None:
             "the store cannot be reached at start (%s); its schema is not checked",
             failure_class(exc),
         )
-
-
-def missing_sqlite_file(engine: Engine) -> str | None:
-    """The path of the engine's SQLite file when there is none (a path mistyped, a store
-    never made); None for a file that is there, a URI, memory or another database."""
-    url = engine.url
-    database = url.database
-    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
-        return None
-    if database.startswith("file:") or url.query.get("uri"):
-        return None
-    return None if os.path.exists(database) else database
 
 
 class StoreUnreadable(Exception):

@@ -106,22 +106,15 @@ def _settings(database_url: str | None) -> Settings:
 def _writer(settings: Settings, *, existing: bool = False):  # type: ignore[no-untyped-def]
     """The store's writer engine, the store migrated; made where there is none, unless the
     command only changes a store that exists (`existing`: a token for a user of it)."""
-    from airoi.db.engine import make_engine
+    from airoi.db.engine import make_engine, missing_sqlite_file, no_store_at
     from airoi.db.migrate import upgrade
     from airoi.db.secret import ensure_store_secret
 
     engine = make_engine(settings.database_url)
-    if existing:
-        from airoi.app import missing_sqlite_file
-
-        missing = missing_sqlite_file(engine)
-        if missing is not None:
-            say(
-                f"There is no store at {missing}. Run `airoi init` (or `airoi demo`) to make"
-                " one, or set AIROI_DATABASE_URL to the store.",
-                console=err,
-            )
-            raise typer.Exit(1)
+    missing = missing_sqlite_file(engine) if existing else None
+    if missing is not None:
+        say(f"{no_store_at(missing)}.", console=err)
+        raise typer.Exit(1)
     upgrade(engine)
     # SEMANTICS R13: the migration makes the store's secret; made again should it be gone.
     ensure_store_secret(engine)

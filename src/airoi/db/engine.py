@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import select
 import threading
 import time
@@ -68,6 +69,27 @@ SQLITE_BUSY_MS = 5000
 
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
+
+
+def missing_sqlite_file(engine: Engine) -> str | None:
+    """The path of the engine's SQLite file when there is none (a path mistyped, a store
+    never made): opening it would make an empty one. None for a file that is there, a URI,
+    memory or another database."""
+    url = engine.url
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:") or url.query.get("uri"):
+        return None
+    return None if os.path.exists(database) else database
+
+
+def no_store_at(path: str) -> str:
+    """What a command that reads a store says of an SQLite path with no file there."""
+    return (
+        f"There is no store at {path}. Run `airoi init` (or `airoi demo`) to make one, or set "
+        "AIROI_DATABASE_URL to the store"
+    )
 
 
 def make_engine(
