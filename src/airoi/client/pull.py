@@ -342,10 +342,8 @@ class Store:
                 f" AS new WHERE new.{key} = kept.{key}) UNION ALL BY NAME"
                 f" SELECT * FROM {_quote(name)}",
             )
-        elif staged:
+        elif staged:  # a list with no row is staged too, as an empty table (`_create_empty`)
             self._write_file(name, f"SELECT * FROM {_quote(name)}")
-        elif replaced:  # the list has no row now
-            self._file(name).unlink(missing_ok=True)
         self._settled(name)
 
     def _apply_tombstones(self) -> int:
