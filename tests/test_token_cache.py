@@ -104,12 +104,22 @@ def refused(status: int, message: str | None = None) -> Callable[[Any], bool]:
 
 
 def kept(client: Client, secret: str, lookups: list[str]) -> None:
-    """The token's row is kept: asked twice more, the store is not asked for it again."""
+    """The token's row is kept: asked twice more, the store is not asked for it again.
+
+    On PostgreSQL the notification of the change that made the token (its INSERT) may be
+    taken in after the first of the two requests, and rightly drop the row it kept; so the
+    pair is asked again until it holds, for at most the cache's second."""
     listening(client)
-    assert client.get(PATH, headers=bearer(secret)).status_code == 200
-    before = len(lookups)
-    assert client.get(PATH, headers=bearer(secret)).status_code == 200
-    assert len(lookups) == before
+    start = time.monotonic()
+    while True:
+        assert client.get(PATH, headers=bearer(secret)).status_code == 200
+        before = len(lookups)
+        assert client.get(PATH, headers=bearer(secret)).status_code == 200
+        if len(lookups) == before:
+            return
+        assert client.app.state.engine.dialect.name == "postgresql", "looked up again"
+        assert time.monotonic() - start < TOKEN_CACHE_S, "not kept for a second"
+        time.sleep(POLL_S)
 
 
 def test_a_kept_token_runs_no_lookup(
