@@ -169,7 +169,7 @@ def forget_cursors(target: Path, fmt: str) -> None:
     each list, no cursor, no walk of /deletions."""
     import duckdb
 
-    from airoi.client.pull import DELETIONS, STATE_FILE, STATE_TABLE
+    from airoi.client.store import DELETIONS, STATE_FILE, STATE_TABLE
 
     if fmt == "duckdb":
         conn = duckdb.connect(str(target))
@@ -188,8 +188,8 @@ def forget_cursors(target: Path, fmt: str) -> None:
 def pull_once(base_url: str, target: Path, fmt: str) -> dict[str, Any]:
     """One pull in this process: rows fetched from the incremental lists, budget rows, s."""
     from airoi.client import Client
-    from airoi.client.pull import DELETIONS, Format
     from airoi.client.pull import pull as run_pull
+    from airoi.client.store import DELETIONS, Format
 
     started = time.perf_counter()
     with Client(base_url, BENCH_TOKEN) as api:

@@ -18,17 +18,8 @@ from sqlalchemy import Engine
 
 from airoi.client import Client
 from airoi.client.column_types import COLUMNS
-from airoi.client.pull import (
-    DELETIONS,
-    RESOURCES,
-    Format,
-    ResourceReport,
-    Store,
-    choose_resources,
-    pull,
-    pull_deletions,
-    pull_resource,
-)
+from airoi.client.pull import ResourceReport, choose_resources, pull, pull_deletions, pull_resource
+from airoi.client.store import DELETIONS, RESOURCES, Format, Store
 from airoi.client.walk import ANOTHER_ACCOUNTS_CURSOR, AnotherAccountsCopy
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, FIRST_LOAD, LATER, Account, raw_walk
@@ -606,10 +597,10 @@ def test_interruption_inside_a_page_keeps_nothing_half_written(
     base_url: str, account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure while writing rolls back the rows and the state together."""
-    from airoi.client import pull as pull_module
+    from airoi.client import store as store_module
 
     target = tmp_path / "airoi.duckdb"
-    real_upsert = pull_module.Store._upsert
+    real_upsert = store_module.Store._upsert
     calls = {"n": 0}
 
     def failing_upsert(self: Any, table: str, key: str, rows: list[dict[str, Any]]) -> None:
@@ -618,7 +609,7 @@ def test_interruption_inside_a_page_keeps_nothing_half_written(
         if table == "cost_entries" and calls["n"] == 4:
             raise Interrupted("after the insert, before the commit")
 
-    monkeypatch.setattr(pull_module.Store, "_upsert", failing_upsert)
+    monkeypatch.setattr(store_module.Store, "_upsert", failing_upsert)
     with Client(base_url, account.token, page_size=2) as api, pytest.raises(Interrupted):
         pull(api, target, batch_rows=1)
     assert len(stored(target, "duckdb", "cost_entries")) == 2
@@ -636,7 +627,8 @@ def test_a_row_served_twice_in_one_batch_is_kept_once_with_its_latest_values(
 ) -> None:
     # A row changed while a walk runs is served again further on: only its latest copy stays
     # (both were inserted, and the store's sums counted it twice).
-    from airoi.client.pull import Store, WalkState
+    from airoi.client.store import Store
+    from airoi.client.walk import WalkState
 
     resource = next(r for r in RESOURCES if r.name == "cost_entries")
     target = target_for(tmp_path, fmt)
@@ -656,7 +648,7 @@ def test_the_store_works_in_utc_whatever_the_machines_zone(
     # CSV files got the machine's local time (2026-11-22 01:15:00.016-05 for 06:15 UTC).
     import time
 
-    from airoi.client.pull import Store
+    from airoi.client.store import Store
 
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
@@ -673,7 +665,8 @@ def test_the_store_works_in_utc_whatever_the_machines_zone(
 def test_a_csv_store_reads_back_what_it_wrote(tmp_path: Path) -> None:
     # The next run used to re-read the CSV files with type detection: "7.10" came back as
     # 7.1, "" as null, and a later text value in that column stopped every run.
-    from airoi.client.pull import Store, WalkState
+    from airoi.client.store import Store
+    from airoi.client.walk import WalkState
 
     resource = next(r for r in RESOURCES if r.name == "cost_entries")
     target = tmp_path / "out"

@@ -18,15 +18,8 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
-from airoi.client.pull import (
-    DELETIONS,
-    PENDING_FILE,
-    RESOURCES,
-    Format,
-    choose_resources,
-    format_for,
-    pull,
-)
+from airoi.client.pull import choose_resources, pull
+from airoi.client.store import DELETIONS, PENDING_FILE, RESOURCES, Format, format_for
 from tests.client.conftest import LATER, Account
 from tests.client.test_pull import (
     FORMATS,
@@ -58,16 +51,16 @@ def test_a_run_writes_only_the_files_whose_list_changed_each_once(
     fmt: Format,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from airoi.client import pull as pull_module
+    from airoi.client import store as store_module
 
     writes: list[str] = []
-    real_write = pull_module.Store._write_file
+    real_write = store_module.Store._write_file
 
     def counted(self: Any, name: str, query: str) -> int:
         writes.append(name)
         return int(real_write(self, name, query))
 
-    monkeypatch.setattr(pull_module.Store, "_write_file", counted)
+    monkeypatch.setattr(store_module.Store, "_write_file", counted)
     target = target_for(tmp_path, fmt)
     with Client(base_url, account.token, page_size=2) as api:
         pull(api, target, fmt, batch_rows=2)

@@ -20,7 +20,8 @@ from sqlalchemy import Engine
 
 from airoi.client import Client
 from airoi.client.errors import CopyError
-from airoi.client.pull import PENDING_FILE, RESOURCES, Format, pull
+from airoi.client.pull import pull
+from airoi.client.store import PENDING_FILE, RESOURCES, Format
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, LATER, Account
 from tests.factories import BundleBuilder

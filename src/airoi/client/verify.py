@@ -43,7 +43,7 @@ import duckdb
 
 from airoi.client.client import Client, Row
 from airoi.client.errors import AiroiError, CopyError
-from airoi.client.pull import (
+from airoi.client.store import (
     FILE_FORMATS,
     STATE_FILE,
     STATE_TABLE,

@@ -37,7 +37,7 @@ import duckdb
 from airoi.client.client import Client
 from airoi.client.errors import CopyError
 from airoi.client.frames import rows_to_arrow
-from airoi.client.pull import (
+from airoi.client.store import (
     BATCH_ROWS,
     COLUMNS_FILE,
     DELETIONS,
