@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,6 +53,7 @@ from airoi.client.walk import (
     ANOTHER_ACCOUNTS_CURSOR,
     AnotherAccountsCopy,
     Start,
+    UnprovenAccountCopy,
     Walk,
     WalkState,
 )
@@ -100,12 +102,94 @@ def read_ahead(pages: Iterator[T]) -> Iterator[T]:
     fetcher.shutdown()
 
 
-def _began(walk: Walk, report: ResourceReport, notice: NoticeHook | None) -> None:
-    """Say in the report how the walk began, once its first page is in; tell `notice` when
-    the remembered cursor was refused."""
+# The copy's rows asked for, at most, to tell its account when no position can (AccountCheck).
+PROOF_ROWS = 5
+# The lists whose rows name an initiative (`initiative_id`), asked in this order.
+NAMING_INITIATIVES = ("cost_entries", "value_entries", "metrics", "decisions", "budgets")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class AccountCheck:
+    """Whether the token reads the copy's account, once a run.
+
+    A remembered position the service takes, or refuses as another account's, tells it
+    (SEMANTICS R13). One it refuses as none of its own (its cursor secret changed, or the
+    copy came from another server) tells nothing, and the list would go on from
+    `updated_since` with whatever account the token reads: then, before anything is written,
+    the copy's rows must tell it. One of its latest initiatives served to the token with the
+    copy's `created_at` does; when it holds none, an initiative its rows name served at all
+    does. A copy holding no row has nothing to mix with, and is the token's.
+    """
+
+    def __init__(self, client: Client, store: Store) -> None:
+        self.client = client
+        self.store = store
+        self.settled = False
+        # The copy's own account position (`_account`) was refused: one is taken again.
+        self.witness_refused = False
+
+    def refused(self, refusal: AiroiError) -> None:
+        """A remembered position was refused as none of the service's: go on only when the
+        copy's rows show the token's account is the copy's (UnprovenAccountCopy otherwise)."""
+        if self.settled:
+            return
+        if not self._rows_served():
+            raise UnprovenAccountCopy(refusal)
+        self.settled = True
+
+    def _rows_served(self) -> bool:
+        created = "epoch_us(TRY_CAST(created_at AS TIMESTAMPTZ))"
+        held = self.store.held("initiatives", ["id", created], PROOF_ROWS)
+        if held:
+            return any(
+                (row := self._served(initiative_id)) is not None
+                and _epoch_us(row.get("created_at")) == held_created
+                for initiative_id, held_created in held
+            )
+        named: set[int] = set()
+        for name in NAMING_INITIATIVES:
+            order = "initiative_id" if name == "budgets" else "updated_at DESC NULLS LAST"
+            rows = self.store.held(name, ["initiative_id"], PROOF_ROWS, order)
+            named.update(row[0] for row in rows if row[0] is not None)
+        if named:
+            return any(self._served(i) is not None for i in sorted(named)[:PROOF_ROWS])
+        return not any(self.store.held(resource.name, ["1"], 1, "1") for resource in RESOURCES)
+
+    def _served(self, initiative_id: Any) -> dict[str, Any] | None:
+        try:
+            return self.client.initiative(int(initiative_id))
+        except AiroiError as exc:
+            if exc.status == 404:
+                return None  # another account's, or deleted since
+            raise
+
+
+def _epoch_us(stamp: Any) -> int | None:
+    """An API datetime in microseconds since 1970 (as DuckDB's epoch_us), None if not one."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def _began(
+    walk: Walk, report: ResourceReport, notice: NoticeHook | None, check: AccountCheck | None
+) -> None:
+    """Say in the report how the walk began, once its first page is in and before any of it
+    is written; tell `notice` when the remembered cursor was refused, and `check`, which
+    stops the run when the copy's account cannot be told."""
     report.start = walk.start
+    if check is not None and walk.start == "cursor":
+        check.settled = True  # the service took the copy's position: the copy is the token's
     if walk.refused is None:
         return
+    if check is not None:
+        check.refused(walk.refused)
     report.refused = str(walk.refused)
     if notice is not None:
         again = (
@@ -127,10 +211,11 @@ def pull_resource(
     *,
     batch_rows: int = BATCH_ROWS,
     notice: NoticeHook | None = None,
+    check: AccountCheck | None = None,
 ) -> ResourceReport:
     """Walk one resource from where the store stands, writing its rows with the position
     after them every `batch_rows` rows (and at the end): a run cut off resumes after the
-    last batch written."""
+    last batch written. `check` is told how the walk began before anything is written."""
     started = time.perf_counter()
     state = store.state(resource.name)
     if not resource.incremental:
@@ -146,7 +231,7 @@ def pull_resource(
     # writes, and a Ctrl-C here never lands in a wait for a Retry-After.
     for page in read_ahead(iter(walk)):
         if not report.pages:
-            _began(walk, report, notice)
+            _began(walk, report, notice, check)
         state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
         batch += page.data
@@ -168,9 +253,11 @@ def pull_deletions(
     *,
     batch_rows: int = BATCH_ROWS,
     notice: NoticeHook | None = None,
+    check: AccountCheck | None = None,
 ) -> ResourceReport:
     """Walk /deletions from where the store stands and remove the rows it names, writing
-    the position after each batch with the removal (SEMANTICS R34)."""
+    the position after each batch with the removal (SEMANTICS R34); `check` as in
+    `pull_resource`."""
     started = time.perf_counter()
     state = store.state(DELETIONS)
     report = ResourceReport(DELETIONS, since=state.updated_since)
@@ -178,7 +265,7 @@ def pull_deletions(
     batch: list[dict[str, Any]] = []
     for page in read_ahead(iter(walk)):
         if not report.pages:
-            _began(walk, report, notice)
+            _began(walk, report, notice, check)
         state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
         batch += page.data
@@ -254,19 +341,27 @@ def pull(
     reports: list[ResourceReport] = []
     try:
         order = walks(by_name.values())
-        _same_account(client, store, refresh, order[0] if order else None)
+        check = AccountCheck(client, store)
+        _same_account(client, store, refresh, order[0] if order else None, check)
         for name in order:
             if name == DELETIONS:
                 report = pull_deletions(
-                    client, store, progress, batch_rows=batch_rows, notice=notice
+                    client, store, progress, batch_rows=batch_rows, notice=notice, check=check
                 )
             else:
                 report = pull_resource(
-                    client, store, by_name[name], progress, batch_rows=batch_rows, notice=notice
+                    client,
+                    store,
+                    by_name[name],
+                    progress,
+                    batch_rows=batch_rows,
+                    notice=notice,
+                    check=check,
                 )
             reports.append(report)
         positions = store.positions()
-        if not set(positions) - {ACCOUNT} and (ACCOUNT not in positions or DELETIONS in refresh):
+        anew = ACCOUNT not in positions or DELETIONS in refresh or check.witness_refused
+        if not set(positions) - {ACCOUNT} and anew:
             # No list remembers a position: the copy remembers its account by one of its own.
             page = client.get_json(f"/{ACCOUNT_LIST}", {"include_sample": "true", "limit": "1"})
             cursor = page.get("page", {}).get("resume_cursor")
@@ -280,7 +375,9 @@ def pull(
         store.close()
 
 
-def _same_account(client: Client, store: Store, starting_over: set[str], first: str | None) -> None:
+def _same_account(
+    client: Client, store: Store, starting_over: set[str], first: str | None, check: AccountCheck
+) -> None:
     """Before anything is written, refuse a copy of another account than the token's: one
     of the copy's remembered positions is asked for a page, and the service refuses a cursor
     issued to another account (SEMANTICS R13). A list read whole (budgets) or not in the copy
@@ -288,8 +385,10 @@ def _same_account(client: Client, store: Store, starting_over: set[str], first: 
     another account's. The position of a list started over counts too (the copy's other
     lists stay), unless the run starts the whole copy over (/deletions too), which then
     becomes the token's account's. When the run's `first` walk starts from a position of its
-    own, that walk is the check (before it writes): nothing is asked."""
+    own, that walk is the check (before it writes): nothing is asked. A position refused as
+    none of the service's leaves it to `check` (the copy's rows)."""
     if DELETIONS in starting_over:
+        check.settled = True
         return
     positions = store.positions()
     if first is not None and first not in starting_over and first in positions:
@@ -299,7 +398,13 @@ def _same_account(client: Client, store: Store, starting_over: set[str], first: 
         try:
             client.get_json(path, {"cursor": remembered, "limit": "1"})
         except AiroiError as exc:
-            if exc.status == 400 and exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
+            if exc.status != 400:
+                return  # the walks meet it, and stop on it as they would
+            if exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
                 shown = None if name == ACCOUNT else name
                 raise AnotherAccountsCopy(shown, exc, whole_copy=True) from None
+            check.refused(exc)
+            check.witness_refused = name == ACCOUNT
+            return
+        check.settled = True
         return  # one position answers for the copy: it holds one account

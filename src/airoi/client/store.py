@@ -19,9 +19,10 @@ creates it with its first batch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -202,8 +203,9 @@ class Store:
         if self.fmt == "csv" and columns_path.exists():
             self._csv_types = json.loads(columns_path.read_text())
 
-    def _source(self, name: str) -> str | None:
-        """The SQL that reads a list's file with its columns' types, or None: no file."""
+    def _source(self, name: str, reader: duckdb.DuckDBPyConnection | None = None) -> str | None:
+        """The SQL that reads a list's file with its columns' types, or None: no file.
+        `reader` reads a CSV file's header (the store's own connection when None)."""
         path = self._file(name)
         if not path.exists():
             return None
@@ -216,7 +218,7 @@ class Store:
         # writing the file forgets it.
         header = self._headers.get(name)
         if header is None:
-            header = self._headers[name] = csv_header(self.conn, path)
+            header = self._headers[name] = csv_header(reader or self.conn, path)
         return typed_csv(path, header, types)
 
     def _write_file(self, name: str, query: str) -> int:
@@ -594,6 +596,35 @@ class Store:
             return 0
         found = first_row(self.conn.execute(f"SELECT count(*) FROM {_quote(table)}"))
         return int(found[0]) if found else 0
+
+    def held(
+        self,
+        name: str,
+        columns: Sequence[str],
+        limit: int,
+        order: str = "updated_at DESC NULLS LAST",
+    ) -> list[tuple[Any, ...]]:
+        """Up to `limit` rows the copy holds for `name` (in its table or file, or staged for
+        it) in `order`: the SQL `columns` of each. None when the list is not held, or has no
+        column they name. Nothing is created to read them."""
+        own = self._conn is None
+        reader = duckdb.connect() if own else self.conn
+        try:
+            sources = [] if own or not self._exists(name) else [_quote(name)]
+            if self.fmt != "duckdb":
+                file = self._source(name, reader)
+                sources += [] if file is None else [file]
+            rows: list[tuple[Any, ...]] = []
+            for source in sources:
+                query = (
+                    f"SELECT {', '.join(columns)} FROM {source} ORDER BY {order} LIMIT {int(limit)}"
+                )
+                with contextlib.suppress(duckdb.BinderException):  # a column it lacks
+                    rows += reader.execute(query).fetchall()
+            return rows[:limit]
+        finally:
+            if own:
+                reader.close()
 
     def count(self, name: str) -> int:
         """The rows the store holds for `name` (for files: in its file)."""

@@ -48,6 +48,25 @@ class AnotherAccountsCopy(AiroiError):
         )
 
 
+class UnprovenAccountCopy(AiroiError):
+    """No remembered position of the copy is the service's any more (its cursor secret
+    changed, or the copy came from another server), and none of the copy's rows is served to
+    the token as the copy holds it: the token may read another account than the copy's."""
+
+    def __init__(self, refused: AiroiError) -> None:
+        super().__init__(
+            refused.status,
+            "the copy here cannot be told to be this token's account's: the service refused "
+            "its remembered positions as none of its own, and none of the initiatives the copy "
+            "holds (or its rows name) is served to this token as the copy has it; nothing "
+            "was written. If this "
+            "token reads the copy's account, start the copy over with --full-refresh; "
+            "otherwise pull into a new target.",
+            refused.request_id,
+            body=refused.body,
+        )
+
+
 def later(current: str | None, candidate: str | None) -> str | None:
     """The later of two API datetimes (either may be None)."""
     if candidate is None:

@@ -1,0 +1,210 @@
+"""A copy's account told by its rows when its positions tell nothing (SEMANTICS R13).
+
+The service refuses a cursor issued to another account, and `airoi pull` stops on that
+refusal. A cursor signed with another secret (AIROI_SECRET_KEY set or changed since the
+copy was made, or a copy taken from another server) is refused as none of the service's:
+it says nothing of the account, and the lists went on from `updated_since` with whatever
+account the token read, another account's rows joining the copy's. Here the same store is
+served a second time with another cursor secret, as after such a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from sqlalchemy import Engine
+
+from airoi.client import Client
+from airoi.client.pull import pull
+from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
+from airoi.client.walk import AnotherAccountsCopy, UnprovenAccountCopy
+from airoi.settings import Settings
+from tests.client.conftest import LATER, TODAY, Account
+from tests.client.test_pull import (
+    FORMATS,
+    assert_store_equals_service,
+    chosen,
+    other_account,
+    stored,
+    target_for,
+)
+from tests.servers import RunningServer
+
+
+@pytest.fixture
+def rotated_url(db_url: str) -> Iterator[str]:
+    """The /api/v1 address of the same store served with another cursor secret."""
+    settings = Settings(
+        database_url=db_url,
+        today=TODAY,
+        rate_limit="1000000/minute",
+        secret_key=b"rotated-" + b"k" * 40,
+    )
+    server = RunningServer(settings)
+    yield f"{server.base_url}/api/v1"
+    server.stop()
+
+
+def copy_of(target: Path, fmt: Format) -> dict[str, list[dict[str, Any]]]:
+    return {r.name: stored(target, fmt, r.name) for r in RESOURCES}
+
+
+def account_position(target: Path, fmt: Format) -> str | None:
+    """The cursor the copy remembers its account by (`_account`), if any."""
+    if fmt == "duckdb":
+        with duckdb.connect(str(target), read_only=True) as conn:
+            row = conn.execute(
+                f"SELECT cursor FROM {STATE_TABLE} WHERE resource = '_account'"  # noqa: S608
+            ).fetchone()
+        return None if row is None else row[0]
+    import json
+
+    saved = json.loads((target / STATE_FILE).read_text())
+    return saved.get("_account", {}).get("cursor")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_another_accounts_token_after_the_secret_changed_is_refused(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # Their token, the copy's positions refused as none of the service's: the copy's latest
+    # initiatives are not served to it (404), so nothing is written (it wrote their rows
+    # beside ours, exit 0).
+    their_token = other_account(engine, with_costs=True)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    before = copy_of(target, fmt)
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy, match="nothing was written") as refused,
+    ):
+        pull(api, target, fmt)
+    assert refused.value.status == 400
+    assert "--full-refresh" in str(refused.value)
+    assert copy_of(target, fmt) == before
+    # So is a copy of a few lists: one whose rows name initiatives (none of its own held).
+    some = tmp_path / "costs"
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target_for(some, fmt), fmt, resources=chosen("cost_entries"))
+    costs = stored(target_for(some, fmt), fmt, "cost_entries")
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy),
+    ):
+        pull(api, target_for(some, fmt), fmt, resources=chosen("cost_entries"))
+    assert stored(target_for(some, fmt), fmt, "cost_entries") == costs
+    # The copy's own token goes on through the same service (its rows are served to it).
+    with Client(rotated_url, account.token, page_size=2) as api:
+        pull(api, target_for(some, fmt), fmt, resources=chosen("cost_entries"))
+    assert stored(target_for(some, fmt), fmt, "cost_entries") == costs
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_copys_own_token_after_the_secret_changed_goes_on(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # The copy's latest initiative is served to the token with the copy's created_at: the
+    # lists go on from updated_since, saying so, and the copy equals the service after.
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    new_id = account.builder.cost_entry(account.initiatives[0], amount_cents=7, currency="USD")
+    account.load(engine, LATER)
+    said: list[str] = []
+    with Client(rotated_url, account.token, page_size=2) as api:
+        reports = {r.name: r for r in pull(api, target, fmt, notice=said.append)}
+        assert reports["cost_entries"].start == "updated_since"
+        assert any(line.startswith("initiatives: asking from updated_since") for line in said)
+        assert new_id in {row["id"] for row in stored(target, fmt, "cost_entries")}
+        assert_store_equals_service(target, fmt, rotated_url, account.token)
+        # Its positions are the service's again: the next run resumes at them.
+        again = pull(api, target, fmt)
+    lists = [r.name for r in RESOURCES if r.incremental]  # /deletions has no tombstone here
+    assert {r.name: r.start for r in again if r.name in lists} == dict.fromkeys(lists, "cursor")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_copy_of_other_initiatives_under_the_same_ids_is_refused(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # A copy taken from another server can hold ids this server serves as other rows: an
+    # initiative counts only when its created_at is the copy's. Here the copy's created_at
+    # are moved a day, as another server's rows under the same ids would differ.
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("initiatives"))
+    if fmt == "duckdb":
+        with duckdb.connect(str(target)) as conn:
+            conn.execute("UPDATE initiatives SET created_at = created_at - INTERVAL 1 DAY")
+    else:
+        path = target / f"initiatives.{fmt}"
+        moved = tmp_path / f"moved.{fmt}"
+        with duckdb.connect() as conn:
+            source = f"read_{fmt}('{path}')"
+            conn.execute(
+                f"COPY (SELECT * REPLACE (created_at - INTERVAL 1 DAY AS created_at) "  # noqa: S608
+                f"FROM {source}) TO '{moved}' (FORMAT {fmt})"
+            )
+        moved.replace(path)
+    before = stored(target, fmt, "initiatives")
+    with (
+        Client(rotated_url, account.token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy),
+    ):
+        pull(api, target, fmt, resources=chosen("initiatives"))
+    assert stored(target, fmt, "initiatives") == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_budgets_copy_takes_its_account_position_again_after_the_secret_changed(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # A copy of budgets alone remembers its account by a position of its own (`_account`).
+    # Refused as none of the service's, the budgets' initiatives tell the account; the copy
+    # then takes a position the service signs now, so another account's token is refused
+    # by it as another account's.
+    their_token = other_account(engine)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("budgets"))
+    before = stored(target, fmt, "budgets")
+    first = account_position(target, fmt)
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy),
+    ):
+        pull(api, target, fmt, resources=chosen("budgets"))
+    assert stored(target, fmt, "budgets") == before
+    with Client(rotated_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("budgets"))
+    assert stored(target, fmt, "budgets") == before
+    assert account_position(target, fmt) not in (None, first)
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(AnotherAccountsCopy),
+    ):
+        pull(api, target, fmt, resources=chosen("budgets"))
