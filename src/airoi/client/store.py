@@ -82,7 +82,8 @@ ACCOUNT_LIST = "initiatives"
 DELETABLE = frozenset(resource.name for resource in RESOURCES if resource.incremental)
 
 
-def _quote(name: str) -> str:
+def quote_name(name: str) -> str:
+    """An SQL name (a table's, a column's) quoted for DuckDB."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -210,10 +211,10 @@ class Store:
         if not path.exists():
             return None
         if self.fmt == "parquet":
-            return f"read_parquet({_literal(str(path))})"
+            return f"read_parquet({quote_text(str(path))})"
         types = self._csv_types.get(name)
         if types is None:  # a store of a version that kept no types: as DuckDB detects them
-            return f"read_csv({_literal(str(path))}, header = true)"
+            return f"read_csv({quote_text(str(path))}, header = true)"
         # The header is read once per version of the file (DuckDB samples the file for it);
         # writing the file forgets it.
         header = self._headers.get(name)
@@ -228,7 +229,7 @@ class Store:
         options = "FORMAT parquet" if self.fmt == "parquet" else "FORMAT csv, HEADER true"
         described = self.conn.execute(f"DESCRIBE {query}").fetchall()
         found = first_row(
-            self.conn.execute(f"COPY ({query}) TO {_literal(str(temporary))} ({options})")
+            self.conn.execute(f"COPY ({query}) TO {quote_text(str(temporary))} ({options})")
         )
         os.replace(temporary, path)
         self._headers.pop(name, None)
@@ -264,7 +265,7 @@ class Store:
             if name == DELETIONS:
                 self.conn.execute(f"DELETE FROM {TOMBSTONES}")
             else:
-                self.conn.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+                self.conn.execute(f"DROP TABLE IF EXISTS {quote_name(name)}")
                 self.conn.execute(f"DELETE FROM {REPLACED} WHERE resource = ?", [name])
             self.conn.execute(f"DELETE FROM {STATE_TABLE} WHERE resource = ?", [name])
             self.conn.execute("COMMIT")
@@ -287,16 +288,16 @@ class Store:
         staged = self._table_columns(name) is not None
         replaced = not resource.incremental or self._replaced(name)
         old = None if replaced else self._source(name)
-        key = _quote(resource.key)
+        key = quote_name(resource.key)
         if staged and old is not None:
             self._write_file(
                 name,
-                f"SELECT * FROM {old} AS kept WHERE NOT EXISTS (SELECT 1 FROM {_quote(name)}"
+                f"SELECT * FROM {old} AS kept WHERE NOT EXISTS (SELECT 1 FROM {quote_name(name)}"
                 f" AS new WHERE new.{key} = kept.{key}) UNION ALL BY NAME"
-                f" SELECT * FROM {_quote(name)}",
+                f" SELECT * FROM {quote_name(name)}",
             )
         elif staged:  # a list with no row is staged too, as an empty table (`_create_empty`)
-            self._write_file(name, f"SELECT * FROM {_quote(name)}")
+            self._write_file(name, f"SELECT * FROM {quote_name(name)}")
         self._settled(name)
 
     def _apply_tombstones(self) -> int:
@@ -316,7 +317,7 @@ class Store:
             # The cast reads a stamp whatever type an older store gave the column.
             gone = (
                 f"EXISTS (SELECT 1 FROM {TOMBSTONES} AS gone WHERE gone.resource ="
-                f" {_literal(name)} AND gone.id = kept.id"
+                f" {quote_text(name)} AND gone.id = kept.id"
                 " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)"
             )
             found = first_row(
@@ -405,7 +406,7 @@ class Store:
         return bool(found and found[0])
 
     def _columns(self, table: str) -> set[str]:
-        return {row[0] for row in self.conn.execute(f"DESCRIBE {_quote(table)}").fetchall()}
+        return {row[0] for row in self.conn.execute(f"DESCRIBE {quote_name(table)}").fetchall()}
 
     def _table_columns(self, table: str) -> set[str] | None:
         if table not in self._known:
@@ -416,7 +417,7 @@ class Store:
         if self._conn is None:
             return  # nothing staged: nothing to drop
         staging = resource.name + "__staging"
-        self._conn.execute(f"DROP TABLE IF EXISTS {_quote(staging)}")
+        self._conn.execute(f"DROP TABLE IF EXISTS {quote_name(staging)}")
         self._known[staging] = None
 
     def apply_page(
@@ -438,17 +439,19 @@ class Store:
         self.conn.execute("BEGIN TRANSACTION")
         try:
             if starting_over:  # --full-refresh: the rows stored (or staged) before go
-                self.conn.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+                self.conn.execute(f"DROP TABLE IF EXISTS {quote_name(name)}")
                 self._known[name] = None
                 if self.fmt != "duckdb":
                     self.conn.execute(f"INSERT OR REPLACE INTO {REPLACED} VALUES (?)", [name])
             if rows:
                 self._upsert(table, resource.key, rows)
             if replacing:
-                self.conn.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+                self.conn.execute(f"DROP TABLE IF EXISTS {quote_name(name)}")
                 self._known[name] = None
                 if self._table_columns(table) is not None:
-                    self.conn.execute(f"ALTER TABLE {_quote(table)} RENAME TO {_quote(name)}")
+                    self.conn.execute(
+                        f"ALTER TABLE {quote_name(table)} RENAME TO {quote_name(name)}"
+                    )
                     self._known[name] = self._known.pop(table)
                     self._known[table] = None
             if done and not self._holds(resource):
@@ -515,7 +518,7 @@ class Store:
         # The cast reads a stamp whatever type an older store gave the column.
         found = first_row(
             self.conn.execute(
-                f"DELETE FROM {_quote(name)} AS kept WHERE EXISTS (SELECT 1"
+                f"DELETE FROM {quote_name(name)} AS kept WHERE EXISTS (SELECT 1"
                 " FROM tombstones AS gone WHERE gone.resource = ?"
                 " AND gone.id = kept.id"
                 " AND CAST(kept.updated_at AS TIMESTAMPTZ) <= gone.deleted_at)",
@@ -534,7 +537,7 @@ class Store:
         incoming = rows_to_arrow(rows)
         self.conn.register("incoming", incoming)
         try:
-            quoted = _quote(table)
+            quoted = quote_name(table)
             present = self._table_columns(table)
             if present is None:
                 # Staged rows for a file take the file's column types, as they will be
@@ -550,11 +553,12 @@ class Store:
                 }
                 for name in added:
                     self.conn.execute(
-                        f"ALTER TABLE {quoted} ADD COLUMN {_quote(name)} {types[name]}"
+                        f"ALTER TABLE {quoted} ADD COLUMN {quote_name(name)} {types[name]}"
                     )
                     present.add(name)
+            keyed = quote_name(key)
             self.conn.execute(
-                f"DELETE FROM {quoted} WHERE {_quote(key)} IN (SELECT {_quote(key)} FROM incoming)"
+                f"DELETE FROM {quoted} WHERE {keyed} IN (SELECT {keyed} FROM incoming)"
             )
             self.conn.execute(f"INSERT INTO {quoted} BY NAME SELECT * FROM incoming")
         finally:
@@ -575,7 +579,7 @@ class Store:
         to read (`SELECT * FROM decisions` finds it empty, not missing)."""
         self.conn.register("empty_list", rows_to_arrow([], name))
         try:
-            self.conn.execute(f"CREATE TABLE {_quote(name)} AS SELECT * FROM empty_list")
+            self.conn.execute(f"CREATE TABLE {quote_name(name)} AS SELECT * FROM empty_list")
         finally:
             self.conn.unregister("empty_list")
         self._known[name] = self._columns(name)
@@ -594,7 +598,7 @@ class Store:
     def _count(self, table: str) -> int:
         if not self._exists(table):
             return 0
-        found = first_row(self.conn.execute(f"SELECT count(*) FROM {_quote(table)}"))
+        found = first_row(self.conn.execute(f"SELECT count(*) FROM {quote_name(table)}"))
         return int(found[0]) if found else 0
 
     def held(
@@ -610,7 +614,7 @@ class Store:
         own = self._conn is None
         reader = duckdb.connect() if own else self.conn
         try:
-            sources = [] if own or not self._exists(name) else [_quote(name)]
+            sources = [] if own or not self._exists(name) else [quote_name(name)]
             if self.fmt != "duckdb":
                 file = self._source(name, reader)
                 sources += [] if file is None else [file]
@@ -695,7 +699,7 @@ def check_target(target: Path, fmt: Format) -> None:
 def _csv_text(path: Path) -> str:
     # Every value read as the text written ('' stays '', not null).
     return (
-        f"read_csv({_literal(str(path))}, header = true, all_varchar = true,"
+        f"read_csv({quote_text(str(path))}, header = true, all_varchar = true,"
         " allow_quoted_nulls = false)"
     )
 
@@ -711,7 +715,7 @@ def typed_csv(path: Path, header: Iterable[str], types: Iterable[list[str]]) -> 
     type `_airoi_columns.json` gives it; a column it does not know stays text."""
     known = dict(types)
     selected = ", ".join(
-        f"CAST({_quote(column)} AS {known.get(column, 'VARCHAR')}) AS {_quote(column)}"
+        f"CAST({quote_name(column)} AS {known.get(column, 'VARCHAR')}) AS {quote_name(column)}"
         for column in header
     )
     return f"(SELECT {selected} FROM {_csv_text(path)})"
@@ -724,7 +728,8 @@ def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     return rows[0] if rows else None
 
 
-def _literal(text: str) -> str:
+def quote_text(text: str) -> str:
+    """An SQL string literal of `text` (a path) for DuckDB."""
     return "'" + text.replace("'", "''") + "'"
 
 

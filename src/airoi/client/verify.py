@@ -51,6 +51,8 @@ from airoi.client.store import (
     duckdb_file_problem,
     first_row,
     held_formats,
+    quote_name,
+    quote_text,
 )
 from airoi.client.verify_rows import (
     ROW_LISTS,
@@ -173,14 +175,6 @@ class Verification:
 # -- the copy ------------------------------------------------------------------------------
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def store_format(store: Path, fmt: str | None = None) -> Format:
     """The format of the store at `store`: as given, or as its files show."""
     if fmt is not None and fmt not in ("duckdb", "parquet", "csv"):
@@ -272,7 +266,7 @@ def _sources(conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format) -> dict[
         if problem is not None:
             raise CopyError(f"{store} is not a DuckDB file ({problem}): no copy airoi pull made.")
         try:
-            conn.execute(f"ATTACH {_literal(str(store))} AS pulled (READ_ONLY)")
+            conn.execute(f"ATTACH {quote_text(str(store))} AS pulled (READ_ONLY)")
         except duckdb.Error as exc:
             raise CopyError(
                 f"{store} could not be opened as a DuckDB store ({_first_line(exc)})."
@@ -286,7 +280,7 @@ def _sources(conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format) -> dict[
         # The state `airoi pull` keeps beside the data tells a store from any other file.
         if STATE_TABLE not in tables:
             raise CopyError(f"{store} is not a store of airoi pull (it has no {STATE_TABLE}).")
-        return {name: f"pulled.{_quote(name)}" for name in _COLUMNS if name in tables}
+        return {name: f"pulled.{quote_name(name)}" for name in _COLUMNS if name in tables}
     if not store.is_dir():
         raise CopyError(f"{store} is not a directory of {fmt} files.")
     if not (store / STATE_FILE).exists():
@@ -297,10 +291,10 @@ def _sources(conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format) -> dict[
         if not path.exists():
             continue
         if fmt == "parquet":
-            found[name] = f"read_parquet({_literal(str(path))})"
+            found[name] = f"read_parquet({quote_text(str(path))})"
         else:
             # Every value as the text written, then cast below: no type guessed from a sample.
-            found[name] = f"read_csv({_literal(str(path))}, header = true, all_varchar = true)"
+            found[name] = f"read_csv({quote_text(str(path))}, header = true, all_varchar = true)"
     return found
 
 
@@ -311,9 +305,9 @@ def _create_view(
     columns: Sequence[tuple[str, str, bool]],
     store: Path,
 ) -> None:
-    view = _quote(f"copy_{name}")
+    view = quote_name(f"copy_{name}")
     if source is None:
-        selected = ", ".join(f"CAST(NULL AS {kind}) AS {_quote(c)}" for c, kind, _ in columns)
+        selected = ", ".join(f"CAST(NULL AS {kind}) AS {quote_name(c)}" for c, kind, _ in columns)
         conn.execute(f"CREATE VIEW {view} AS SELECT {selected} WHERE false")
         return
     present = {row[0] for row in conn.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
@@ -324,8 +318,8 @@ def _create_view(
             "was pulled from a service that did not serve it. Pull into a new target."
         )
     selected = ", ".join(
-        f"CAST({_quote(column) if column in present else 'NULL'} AS {kind}) AS {_quote(column)}"
-        for column, kind, _ in columns
+        f"CAST({quote_name(c) if c in present else 'NULL'} AS {kind}) AS {quote_name(c)}"
+        for c, kind, _ in columns
     )
     conn.execute(f"CREATE VIEW {view} AS SELECT {selected} FROM {source}")
 
