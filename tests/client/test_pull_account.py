@@ -21,11 +21,13 @@ from sqlalchemy import Engine
 from airoi.client import Client
 from airoi.client.pull import pull
 from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
-from airoi.client.walk import AnotherAccountsCopy, UnprovenAccountCopy
+from airoi.client.walk import AnotherAccountsCopy, TwoAccountsCopy, UnprovenAccountCopy
 from airoi.settings import Settings
 from tests.client.conftest import LATER, TODAY, Account
 from tests.client.test_pull import (
     FORMATS,
+    InterruptAfter,
+    Interrupted,
     assert_store_equals_service,
     chosen,
     other_account,
@@ -208,3 +210,47 @@ def test_a_budgets_copy_takes_its_account_position_again_after_the_secret_change
         pytest.raises(AnotherAccountsCopy),
     ):
         pull(api, target, fmt, resources=chosen("budgets"))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_whole_refresh_cut_off_by_another_account_says_the_copy_holds_two(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # Our copy started over whole by their token, cut off once its initiatives were in: the
+    # copy holds their initiatives and our other lists. Their next pull said the copy was
+    # another account's and to pull into a new target; it says it holds two, and how to
+    # make it one.
+    their_token = other_account(engine, with_costs=True)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    cut = InterruptAfter(limit=1, path="/cost_entries")
+    with (
+        Client(base_url, their_token, page_size=2, transport=cut) as api,
+        pytest.raises(Interrupted),
+    ):
+        pull(api, target, fmt, full_refresh=True)
+    assert [row["title"] for row in stored(target, fmt, "initiatives")] == ["Theirs only"]
+    costs = stored(target, fmt, "cost_entries")
+    assert {row["initiative_id"] for row in costs} == set(account.initiatives)
+    with (
+        Client(base_url, their_token, page_size=2) as api,
+        pytest.raises(TwoAccountsCopy) as refused,
+    ):
+        pull(api, target, fmt)
+    assert str(refused.value).startswith(
+        "400: the copy here holds two accounts: initiatives continued as this token's "
+        "account's, cost_entries is another account's"
+    )
+    assert stored(target, fmt, "cost_entries") == costs
+    # Our token is refused at once (its first list, initiatives, is theirs now).
+    with (
+        Client(base_url, account.token, page_size=2) as api,
+        pytest.raises(AnotherAccountsCopy) as ours,
+    ):
+        pull(api, target, fmt)
+    assert not isinstance(ours.value, TwoAccountsCopy)
+    # The whole refresh run again makes the copy theirs alone.
+    with Client(base_url, their_token, page_size=2) as api:
+        pull(api, target, fmt, full_refresh=True)
+    assert_store_equals_service(target, fmt, base_url, their_token)

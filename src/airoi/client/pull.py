@@ -53,6 +53,7 @@ from airoi.client.walk import (
     ANOTHER_ACCOUNTS_CURSOR,
     AnotherAccountsCopy,
     Start,
+    TwoAccountsCopy,
     UnprovenAccountCopy,
     Walk,
     WalkState,
@@ -125,6 +126,8 @@ class AccountCheck:
         self.client = client
         self.store = store
         self.settled = False
+        # The walks whose remembered position the service continued for the token.
+        self.taken: list[str] = []
         # The copy's own account position (`_account`) was refused: one is taken again.
         self.witness_refused = False
 
@@ -186,6 +189,7 @@ def _began(
     report.start = walk.start
     if check is not None and walk.start == "cursor":
         check.settled = True  # the service took the copy's position: the copy is the token's
+        check.taken.append(report.name)
     if walk.refused is None:
         return
     if check is not None:
@@ -338,27 +342,16 @@ def pull(
         if refresh >= {resource.name for resource in RESOURCES}:
             refresh.add(DELETIONS)
     store = Store(target, fmt, flush_rows=flush_rows, full_refresh=refresh)
-    reports: list[ResourceReport] = []
     try:
         order = walks(by_name.values())
         check = AccountCheck(client, store)
         _same_account(client, store, refresh, order[0] if order else None, check)
-        for name in order:
-            if name == DELETIONS:
-                report = pull_deletions(
-                    client, store, progress, batch_rows=batch_rows, notice=notice, check=check
-                )
-            else:
-                report = pull_resource(
-                    client,
-                    store,
-                    by_name[name],
-                    progress,
-                    batch_rows=batch_rows,
-                    notice=notice,
-                    check=check,
-                )
-            reports.append(report)
+        try:
+            reports = _walk_all(client, store, order, by_name, progress, notice, batch_rows, check)
+        except AnotherAccountsCopy as exc:
+            if check.taken:
+                raise TwoAccountsCopy(check.taken, exc) from None
+            raise
         positions = store.positions()
         anew = ACCOUNT not in positions or DELETIONS in refresh or check.witness_refused
         if not set(positions) - {ACCOUNT} and anew:
@@ -373,6 +366,37 @@ def pull(
         return reports
     finally:
         store.close()
+
+
+def _walk_all(
+    client: Client,
+    store: Store,
+    order: list[str],
+    by_name: dict[str, Resource],
+    progress: ProgressHook | None,
+    notice: NoticeHook | None,
+    batch_rows: int,
+    check: AccountCheck,
+) -> list[ResourceReport]:
+    """The run's walks, in `order`."""
+    reports: list[ResourceReport] = []
+    for name in order:
+        if name == DELETIONS:
+            report = pull_deletions(
+                client, store, progress, batch_rows=batch_rows, notice=notice, check=check
+            )
+        else:
+            report = pull_resource(
+                client,
+                store,
+                by_name[name],
+                progress,
+                batch_rows=batch_rows,
+                notice=notice,
+                check=check,
+            )
+        reports.append(report)
+    return reports
 
 
 def _same_account(
@@ -407,4 +431,6 @@ def _same_account(
             check.witness_refused = name == ACCOUNT
             return
         check.settled = True
+        if name != ACCOUNT:
+            check.taken.append(name)
         return  # one position answers for the copy: it holds one account

@@ -36,6 +36,7 @@ class AnotherAccountsCopy(AiroiError):
     def __init__(
         self, resource: str | None, refused: AiroiError, *, whole_copy: bool = False
     ) -> None:
+        self.resource = resource
         written = "nothing" if whole_copy else f"none of {resource}"
         copy = "the copy" if resource is None else f"the copy of {resource}"
         super().__init__(
@@ -43,6 +44,25 @@ class AnotherAccountsCopy(AiroiError):
             f"{copy} here is of another account than this token's (the "
             "service refused its remembered position as issued to another account); "
             f"{written} was written. Pull this token's account into a new target.",
+            refused.request_id,
+            body=refused.body,
+        )
+
+
+class TwoAccountsCopy(AiroiError):
+    """The copy holds lists of two accounts: some positions the service continued for the
+    token, another it refused as another account's. A `--full-refresh` of every list cut off
+    before its end leaves a copy so (the lists it reached are the new account's)."""
+
+    def __init__(self, taken: list[str], refused: AnotherAccountsCopy) -> None:
+        lists = ", ".join(taken)
+        other = refused.resource or "the copy's account position"
+        super().__init__(
+            refused.status,
+            f"the copy here holds two accounts: {lists} continued as this token's account's, "
+            f"{other} is another account's (a --full-refresh cut off before its end leaves a "
+            f"copy so); none of {other} was written. --full-refresh (of every list) starts "
+            "the whole copy over as this token's account's; or pull into a new target.",
             refused.request_id,
             body=refused.body,
         )
