@@ -11,6 +11,7 @@ served a second time with another cursor secret, as after such a change.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +24,19 @@ from airoi.client.pull import pull
 from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
 from airoi.client.walk import AnotherAccountsCopy, TwoAccountsCopy, UnprovenAccountCopy
 from airoi.settings import Settings
-from tests.client.conftest import LATER, TODAY, Account
+from tests.client.conftest import FIRST_LOAD, LATER, TODAY, Account
 from tests.client.test_pull import (
     FORMATS,
     InterruptAfter,
     Interrupted,
     assert_store_equals_service,
     chosen,
+    delete,
     other_account,
     stored,
     target_for,
 )
+from tests.factories import BundleBuilder
 from tests.servers import RunningServer
 
 
@@ -88,7 +91,7 @@ def test_another_accounts_token_after_the_secret_changed_is_refused(
     before = copy_of(target, fmt)
     with (
         Client(rotated_url, their_token, page_size=2) as api,
-        pytest.raises(UnprovenAccountCopy, match="nothing was written") as refused,
+        pytest.raises(UnprovenAccountCopy, match="none of initiatives was written") as refused,
     ):
         pull(api, target, fmt)
     assert refused.value.status == 400
@@ -214,7 +217,12 @@ def test_a_budgets_copy_takes_its_account_position_again_after_the_secret_change
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_whole_refresh_cut_off_by_another_account_says_the_copy_holds_two(
-    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
 ) -> None:
     # Our copy started over whole by their token, cut off once its initiatives were in: the
     # copy holds their initiatives and our other lists. Their next pull said the copy was
@@ -239,18 +247,125 @@ def test_a_whole_refresh_cut_off_by_another_account_says_the_copy_holds_two(
     ):
         pull(api, target, fmt)
     assert str(refused.value).startswith(
-        "400: the copy here holds two accounts: initiatives continued as this token's "
-        "account's, cost_entries is another account's"
+        "400: the copy here holds two accounts: initiatives of this token's account, "
+        "cost_entries of another"
     )
     assert stored(target, fmt, "cost_entries") == costs
-    # Our token is refused at once (its first list, initiatives, is theirs now).
+    # Our token is told the same (its first list, initiatives, is theirs now; the copy's
+    # other positions are ours).
     with (
         Client(base_url, account.token, page_size=2) as api,
-        pytest.raises(AnotherAccountsCopy) as ours,
+        pytest.raises(TwoAccountsCopy) as ours,
     ):
         pull(api, target, fmt)
-    assert not isinstance(ours.value, TwoAccountsCopy)
+    assert str(ours.value).startswith(
+        "400: the copy here holds two accounts: cost_entries, value_entries, metrics, "
+        "observations, decisions, integrations of this token's account, initiatives of another"
+    )
+    # A run of budgets alone (no position of its own) asks every position: it was let
+    # through by the first one asked (theirs) and put their budgets beside our lists.
+    budgets_before = stored(target, fmt, "budgets")
+    with (
+        Client(base_url, their_token, page_size=2) as api,
+        pytest.raises(TwoAccountsCopy, match="nothing was written"),
+    ):
+        pull(api, target, fmt, resources=chosen("budgets"))
+    assert stored(target, fmt, "budgets") == budgets_before
+    # With the cursor secret changed too, each list is told by its own rows: their
+    # initiatives go on, our cost entries are not theirs (they were joined to them).
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy) as unproven,
+    ):
+        pull(api, target, fmt)
+    assert str(unproven.value).startswith("400: the copy of cost_entries here cannot be told")
+    assert "initiatives went on as this token's account's" in str(unproven.value)
+    assert stored(target, fmt, "cost_entries") == costs
     # The whole refresh run again makes the copy theirs alone.
     with Client(base_url, their_token, page_size=2) as api:
         pull(api, target, fmt, full_refresh=True)
     assert_store_equals_service(target, fmt, base_url, their_token)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", ["observations", "metrics", "integrations", "decisions"])
+def test_a_copy_of_one_list_is_told_by_its_own_rows(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+    name: str,
+) -> None:
+    # A copy of observations (metrics, integrations) alone holds no initiative and named
+    # none the check asked for: the copy's own token was refused after the secret changed.
+    their_token = other_account(engine, with_costs=True)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen(name))
+    before = stored(target, fmt, name)
+    assert before
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy, match=f"none of {name} was written"),
+    ):
+        pull(api, target, fmt, resources=chosen(name))
+    assert stored(target, fmt, name) == before
+    with Client(rotated_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen(name))
+    assert stored(target, fmt, name) == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_emptied_list_is_read_whole_after_the_secret_changed(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # Their one cost entry copied, then deleted: the copy holds none, and remembers their
+    # stamp (LATER). Our token, after the secret changed, asked from it and skipped every
+    # one of ours (written before it); the copy holds nothing to tell an account by, so the
+    # list is read whole.
+    their_token = other_account(engine, with_costs=True)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, their_token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("cost_entries"))
+        (theirs,) = [row["id"] for row in stored(target, fmt, "cost_entries")]
+        delete(engine, LATER, cost_entries=[theirs])
+        pull(api, target, fmt, resources=chosen("cost_entries"))
+    assert stored(target, fmt, "cost_entries") == []
+    said: list[str] = []
+    with Client(rotated_url, account.token, page_size=2) as api:
+        (report, _) = pull(api, target, fmt, resources=chosen("cost_entries"), notice=said.append)
+    assert report.start == "full"
+    assert said[0].startswith("cost_entries: reading it whole again")
+    held = sorted(row["id"] for row in stored(target, fmt, "cost_entries"))
+    assert held == sorted(account.cost_entries)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_copys_latest_rows_deleted_do_not_stop_its_own_token(
+    base_url: str, rotated_url: str, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # Twelve initiatives written an hour apart; the copy's five latest deleted since. The
+    # check looked at those alone and refused the copy's own token: its earliest rows tell.
+    b = BundleBuilder(first_id=9000)
+    acct = b.account(name="Hours")
+    token = b.token(b.user(acct, role="owner"), secret="airoi_hours-" + "h" * 38)
+    b.load(engine, now=FIRST_LOAD)
+    made = []
+    for hour in range(12):
+        made.append(b.initiative(acct, title=f"Hour {hour}"))
+        b.load(engine, now=FIRST_LOAD + timedelta(hours=hour + 1))
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, token, page_size=5) as api:
+        pull(api, target, fmt)
+    delete(engine, LATER, initiatives=made[-5:])
+    with Client(rotated_url, token, page_size=5) as api:
+        pull(api, target, fmt)
+        assert_store_equals_service(target, fmt, rotated_url, token)
+    assert sorted(row["id"] for row in stored(target, fmt, "initiatives")) == made[:7]

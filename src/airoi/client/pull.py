@@ -30,10 +30,11 @@ The copy itself (its tables or files, and the positions beside them) is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -83,7 +84,7 @@ ProgressHook = Callable[[str, int, bool], None]
 NoticeHook = Callable[[str], None]
 
 
-def read_ahead(pages: Iterator[T]) -> Iterator[T]:
+def read_ahead(pages: Iterator[T]) -> Generator[T, None, None]:
     """The same pages, each next one fetched in a thread while the caller writes this one.
 
     Pages and errors come in order: a request that fails is raised after the pages before
@@ -103,68 +104,118 @@ def read_ahead(pages: Iterator[T]) -> Iterator[T]:
     fetcher.shutdown()
 
 
-# The copy's rows asked for, at most, to tell its account when no position can (AccountCheck).
+# The copy's rows of a list looked for in the service, at each end of the list, to tell its
+# account when no position can (AccountCheck); and the rows asked for to find them.
 PROOF_ROWS = 5
-# The lists whose rows name an initiative (`initiative_id`), asked in this order.
-NAMING_INITIATIVES = ("cost_entries", "value_entries", "metrics", "decisions", "budgets")
+PROOF_PAGE = 100
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class AccountCheck:
-    """Whether the token reads the copy's account, once a run.
+    """Whether the token reads the account of the copy's lists (SEMANTICS R13).
 
-    A remembered position the service takes, or refuses as another account's, tells it
-    (SEMANTICS R13). One it refuses as none of its own (its cursor secret changed, or the
-    copy came from another server) tells nothing, and the list would go on from
-    `updated_since` with whatever account the token reads: then, before anything is written,
-    the copy's rows must tell it. One of its latest initiatives served to the token with the
-    copy's `created_at` does; when it holds none, an initiative its rows name served at all
-    does. A copy holding no row has nothing to mix with, and is the token's.
+    A remembered position the service continues, or refuses as another account's, tells it.
+    One it refuses as none of its own (its cursor secret changed, or the copy came from
+    another server) tells nothing: the list would go on from `updated_since` with whatever
+    account the token reads. Then, before any of it is written, the list's own rows must tell
+    it: of the copy's five latest rows and five earliest (by `updated_at`), one served to the
+    token, asked from their `updated_since`, with the id and `created_at` the copy holds. A
+    list the copy holds no row of has nothing to mix with: it is read whole. Each list is
+    told on its own, as a copy cut off while it was started over holds two accounts.
     """
 
     def __init__(self, client: Client, store: Store) -> None:
         self.client = client
         self.store = store
-        self.settled = False
-        # The walks whose remembered position the service continued for the token.
+        # The lists the service continued (or served the copy's rows of) for the token.
         self.taken: list[str] = []
         # The copy's own account position (`_account`) was refused: one is taken again.
         self.witness_refused = False
 
-    def refused(self, refusal: AiroiError) -> None:
-        """A remembered position was refused as none of the service's: go on only when the
-        copy's rows show the token's account is the copy's (UnprovenAccountCopy otherwise)."""
-        if self.settled:
+    def holds(self, name: str) -> bool:
+        """Whether the copy holds a row of `name`."""
+        return bool(self.store.held(name, ["1"], 1, order=None))
+
+    def refused(self, resource: Resource, refusal: AiroiError) -> None:
+        """`resource`'s position was refused as none of the service's: go on only when the
+        copy's rows of it are served to the token (UnprovenAccountCopy otherwise)."""
+        if resource.name in self.taken:
             return
-        if not self._rows_served():
-            raise UnprovenAccountCopy(refusal)
-        self.settled = True
+        served = (
+            self._budgets_served(resource)
+            if not resource.incremental
+            else self._rows_served(resource)
+        )
+        if not served:
+            raise UnprovenAccountCopy(resource.name, refusal, self.taken)
+        self.taken.append(resource.name)
 
-    def _rows_served(self) -> bool:
-        created = "epoch_us(TRY_CAST(created_at AS TIMESTAMPTZ))"
-        held = self.store.held("initiatives", ["id", created], PROOF_ROWS)
-        if held:
-            return any(
-                (row := self._served(initiative_id)) is not None
-                and _epoch_us(row.get("created_at")) == held_created
-                for initiative_id, held_created in held
+    def deletions_refused(self, refusal: AiroiError) -> None:
+        """/deletions' position was refused as none of the service's: its tombstones remove
+        rows of every list the copy holds, so one of those lists must be told the token's
+        (this run's walks tell theirs first)."""
+        if self.taken:
+            return
+        for resource in RESOURCES:
+            if resource.incremental and self.holds(resource.name):
+                self.refused(resource, refusal)
+                return
+
+    def _rows_served(self, resource: Resource) -> bool:
+        stamps = [
+            "id",
+            "epoch_us(TRY_CAST(created_at AS TIMESTAMPTZ))",
+            "epoch_us(TRY_CAST(updated_at AS TIMESTAMPTZ))",
+        ]
+        params = {
+            k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in resource.params.items()
+        }
+        for order in ("updated_at DESC NULLS LAST", "updated_at ASC NULLS LAST"):
+            held = self.store.held(resource.name, stamps, PROOF_ROWS, order)
+            moments = [row[2] for row in held if row[2] is not None]
+            if not moments:
+                continue
+            page = self.client.get_json(
+                f"/{resource.name}",
+                {**params, "updated_since": _api_datetime(min(moments)), "limit": str(PROOF_PAGE)},
             )
-        named: set[int] = set()
-        for name in NAMING_INITIATIVES:
-            order = "initiative_id" if name == "budgets" else "updated_at DESC NULLS LAST"
-            rows = self.store.held(name, ["initiative_id"], PROOF_ROWS, order)
-            named.update(row[0] for row in rows if row[0] is not None)
-        if named:
-            return any(self._served(i) is not None for i in sorted(named)[:PROOF_ROWS])
-        return not any(self.store.held(resource.name, ["1"], 1, "1") for resource in RESOURCES)
+            served = {(row.get("id"), _epoch_us(row.get("created_at"))) for row in page["data"]}
+            if any((row[0], row[1]) in served for row in held):
+                return True
+        return False
 
-    def _served(self, initiative_id: Any) -> dict[str, Any] | None:
-        try:
-            return self.client.initiative(int(initiative_id))
-        except AiroiError as exc:
-            if exc.status == 404:
-                return None  # another account's, or deleted since
-            raise
+    def _budgets_served(self, resource: Resource) -> bool:
+        """Budgets (no id, no stamp): a row of the copy's whose budget version the service
+        serves for the same initiative; or, when the copy holds no budgeted row, one of its
+        initiatives served at all."""
+        held = self.store.held(
+            resource.name,
+            ["initiative_id", "current_version_id"],
+            PROOF_ROWS,
+            "current_version_id IS NULL, initiative_id",
+        )
+        for initiative_id, version in held:
+            try:
+                page = self.client.get_json(
+                    f"/{resource.name}",
+                    {"initiative_id": str(int(initiative_id)), "include_sample": "true"},
+                )
+            except AiroiError as exc:
+                if exc.status == 404:
+                    continue  # an initiative the token's account cannot see
+                raise
+            for row in page["data"]:
+                served = (row.get("current_version") or {}).get("id")
+                if row.get("initiative_id") == initiative_id and served == version:
+                    return True
+        return False
+
+
+def _api_datetime(epoch_us: int) -> str:
+    """Microseconds since 1970 as the API writes a datetime (UTC, milliseconds, Z); cut to the
+    millisecond below, so that asking from it includes the moment itself."""
+    moment = EPOCH + timedelta(microseconds=int(epoch_us))
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _epoch_us(stamp: Any) -> int | None:
@@ -181,19 +232,26 @@ def _epoch_us(stamp: Any) -> int | None:
 
 
 def _began(
-    walk: Walk, report: ResourceReport, notice: NoticeHook | None, check: AccountCheck | None
+    walk: Walk,
+    report: ResourceReport,
+    notice: NoticeHook | None,
+    check: AccountCheck | None,
+    resource: Resource | None = None,
 ) -> None:
     """Say in the report how the walk began, once its first page is in and before any of it
-    is written; tell `notice` when the remembered cursor was refused, and `check`, which
-    stops the run when the copy's account cannot be told."""
+    is written; tell `notice` when the remembered cursor was refused, and `check` how the
+    walk began (of /deletions when `resource` is None): it stops the run when the copy's
+    account cannot be told."""
     report.start = walk.start
     if check is not None and walk.start == "cursor":
-        check.settled = True  # the service took the copy's position: the copy is the token's
-        check.taken.append(report.name)
+        check.taken.append(report.name)  # the service continued the copy's position
     if walk.refused is None:
         return
-    if check is not None:
-        check.refused(walk.refused)
+    if check is not None and walk.start == "updated_since":
+        if resource is not None:
+            check.refused(resource, walk.refused)
+        else:
+            check.deletions_refused(walk.refused)
     report.refused = str(walk.refused)
     if notice is not None:
         again = (
@@ -233,9 +291,23 @@ def pull_resource(
     batch: list[dict[str, Any]] = []
     # Every request, the first included, is made in read_ahead's thread: this one only
     # writes, and a Ctrl-C here never lands in a wait for a Retry-After.
-    for page in read_ahead(iter(walk)):
-        if not report.pages:
-            _began(walk, report, notice, check)
+    pages = read_ahead(iter(walk))
+    first = next(pages)
+    if (
+        check is not None
+        and walk.refused is not None
+        and walk.start == "updated_since"
+        and not check.holds(resource.name)
+    ):
+        # Refused, and the copy holds no row of the list: nothing to tell its account by,
+        # and no stamp of its own to ask from (another account's would skip rows): whole.
+        pages.close()
+        refused, walk = walk.refused, Walk(client, resource.name, resource.params, WalkState())
+        walk.refused = refused
+        pages = read_ahead(iter(walk))
+        first = next(pages)
+    _began(walk, report, notice, check, resource)
+    for page in chain([first], pages):
         state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
         batch += page.data
@@ -269,7 +341,7 @@ def pull_deletions(
     batch: list[dict[str, Any]] = []
     for page in read_ahead(iter(walk)):
         if not report.pages:
-            _began(walk, report, notice, check)
+            _began(walk, report, notice, check, None)
         state = walk.advance(page)
         done = not page.has_more or not page.next_cursor
         batch += page.data
@@ -349,8 +421,10 @@ def pull(
         try:
             reports = _walk_all(client, store, order, by_name, progress, notice, batch_rows, check)
         except AnotherAccountsCopy as exc:
-            if check.taken:
-                raise TwoAccountsCopy(check.taken, exc) from None
+            # The copy's other positions tell whether it holds this token's account too.
+            taken = check.taken or _asked(client, store.positions())[0]
+            if taken:
+                raise TwoAccountsCopy(taken, exc) from None
             raise
         positions = store.positions()
         anew = ACCOUNT not in positions or DELETIONS in refresh or check.witness_refused
@@ -402,35 +476,55 @@ def _walk_all(
 def _same_account(
     client: Client, store: Store, starting_over: set[str], first: str | None, check: AccountCheck
 ) -> None:
-    """Before anything is written, refuse a copy of another account than the token's: one
-    of the copy's remembered positions is asked for a page, and the service refuses a cursor
+    """Before anything is written, refuse a copy of another account than the token's: the
+    copy's remembered positions are asked for a page each, and the service refuses a cursor
     issued to another account (SEMANTICS R13). A list read whole (budgets) or not in the copy
     yet has no position of its own to be refused with: without this its rows would join
     another account's. The position of a list started over counts too (the copy's other
     lists stay), unless the run starts the whole copy over (/deletions too), which then
     becomes the token's account's. When the run's `first` walk starts from a position of its
     own, that walk is the check (before it writes): nothing is asked. A position refused as
-    none of the service's leaves it to `check` (the copy's rows)."""
+    none of the service's leaves it to `check` (the copy's rows of that list)."""
     if DELETIONS in starting_over:
-        check.settled = True
         return
     positions = store.positions()
     if first is not None and first not in starting_over and first in positions:
         return
+    taken, another, invalid = _asked(client, positions)
+    if another:
+        name, exc = another[0]
+        refused = AnotherAccountsCopy(None if name == ACCOUNT else name, exc, whole_copy=True)
+        if taken:
+            raise TwoAccountsCopy(taken, refused)
+        raise refused
+    check.taken += taken
+    by_name = {resource.name: resource for resource in RESOURCES}
+    for name, exc in invalid:
+        # The copy's account position: its only rows are budgets, when it has any.
+        held = "budgets" if name == ACCOUNT else name
+        check.witness_refused |= name == ACCOUNT
+        if check.holds(held):
+            check.refused(by_name[held], exc)
+
+
+def _asked(
+    client: Client, positions: dict[str, str]
+) -> tuple[list[str], list[tuple[str, AiroiError]], list[tuple[str, AiroiError]]]:
+    """Each of `positions` asked for a page: the lists the service continues (not the
+    account's own position), those it refuses as another account's, and those it refuses
+    as none of its own. Any other failure is left to the walks, which meet it."""
+    taken: list[str] = []
+    another: list[tuple[str, AiroiError]] = []
+    invalid: list[tuple[str, AiroiError]] = []
     for name, remembered in positions.items():
         path = f"/{ACCOUNT_LIST if name == ACCOUNT else name}"
         try:
             client.get_json(path, {"cursor": remembered, "limit": "1"})
         except AiroiError as exc:
-            if exc.status != 400:
-                return  # the walks meet it, and stop on it as they would
-            if exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
-                shown = None if name == ACCOUNT else name
-                raise AnotherAccountsCopy(shown, exc, whole_copy=True) from None
-            check.refused(exc)
-            check.witness_refused = name == ACCOUNT
-            return
-        check.settled = True
+            if exc.status == 400:
+                mine = not exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR)
+                (invalid if mine else another).append((name, exc))
+            continue
         if name != ACCOUNT:
-            check.taken.append(name)
-        return  # one position answers for the copy: it holds one account
+            taken.append(name)
+    return taken, another, invalid

@@ -606,11 +606,11 @@ class Store:
         name: str,
         columns: Sequence[str],
         limit: int,
-        order: str = "updated_at DESC NULLS LAST",
+        order: str | None = "updated_at DESC NULLS LAST",
     ) -> list[tuple[Any, ...]]:
         """Up to `limit` rows the copy holds for `name` (in its table or file, or staged for
-        it) in `order`: the SQL `columns` of each. None when the list is not held, or has no
-        column they name. Nothing is created to read them."""
+        it) in `order` (any order when None): the SQL `columns` of each. None when the list is
+        not held, or has no column they name. Nothing is created to read them."""
         own = self._conn is None
         reader = duckdb.connect() if own else self.conn
         try:
@@ -620,9 +620,8 @@ class Store:
                 sources += [] if file is None else [file]
             rows: list[tuple[Any, ...]] = []
             for source in sources:
-                query = (
-                    f"SELECT {', '.join(columns)} FROM {source} ORDER BY {order} LIMIT {int(limit)}"
-                )
+                ordered = "" if order is None else f" ORDER BY {order}"
+                query = f"SELECT {', '.join(columns)} FROM {source}{ordered} LIMIT {int(limit)}"
                 with contextlib.suppress(duckdb.BinderException):  # a column it lacks
                     rows += reader.execute(query).fetchall()
             return rows[:limit]

@@ -37,6 +37,7 @@ class AnotherAccountsCopy(AiroiError):
         self, resource: str | None, refused: AiroiError, *, whole_copy: bool = False
     ) -> None:
         self.resource = resource
+        self.whole_copy = whole_copy
         written = "nothing" if whole_copy else f"none of {resource}"
         copy = "the copy" if resource is None else f"the copy of {resource}"
         super().__init__(
@@ -56,32 +57,40 @@ class TwoAccountsCopy(AiroiError):
 
     def __init__(self, taken: list[str], refused: AnotherAccountsCopy) -> None:
         lists = ", ".join(taken)
-        other = refused.resource or "the copy's account position"
+        other = refused.resource or "its account position"
+        written = "nothing" if refused.whole_copy else f"none of {other}"
         super().__init__(
             refused.status,
-            f"the copy here holds two accounts: {lists} continued as this token's account's, "
-            f"{other} is another account's (a --full-refresh cut off before its end leaves a "
-            f"copy so); none of {other} was written. --full-refresh (of every list) starts "
-            "the whole copy over as this token's account's; or pull into a new target.",
+            f"the copy here holds two accounts: {lists} of this token's account, {other} of "
+            "another (a --full-refresh cut off before its end leaves a copy so); "
+            f"{written} was written. --full-refresh (of every list) starts the whole copy "
+            "over as this token's account's; or pull into a new target.",
             refused.request_id,
             body=refused.body,
         )
 
 
 class UnprovenAccountCopy(AiroiError):
-    """No remembered position of the copy is the service's any more (its cursor secret
-    changed, or the copy came from another server), and none of the copy's rows is served to
-    the token as the copy holds it: the token may read another account than the copy's."""
+    """A list's remembered position is none of the service's any more (its cursor secret
+    changed, or the copy came from another server), and none of the copy's rows of it is
+    served to the token as the copy holds it: the token may read another account."""
 
-    def __init__(self, refused: AiroiError) -> None:
+    def __init__(self, resource: str, refused: AiroiError, taken: list[str]) -> None:
+        self.resource = resource
+        before = (
+            f" {', '.join(taken)} went on as this token's account's, so the copy may now hold "
+            "two accounts."
+            if taken
+            else ""
+        )
         super().__init__(
             refused.status,
-            "the copy here cannot be told to be this token's account's: the service refused "
-            "its remembered positions as none of its own, and none of the initiatives the copy "
-            "holds (or its rows name) is served to this token as the copy has it; nothing "
-            "was written. If this "
-            "token reads the copy's account, start the copy over with --full-refresh; "
-            "otherwise pull into a new target.",
+            f"the copy of {resource} here cannot be told to be this token's account's: the "
+            "service refused its remembered position as none of its own, and none of the "
+            f"copy's {resource} rows it was asked for is served to this token as the copy "
+            f"holds it; none of {resource} was written.{before} If this token reads the "
+            "copy's account, --full-refresh (of every list) starts the copy over; otherwise "
+            "pull into a new target.",
             refused.request_id,
             body=refused.body,
         )
