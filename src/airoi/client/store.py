@@ -244,15 +244,9 @@ class Store:
 
     def _pending(self, name: str) -> WalkState | None:
         """Files only: the position of rows (or tombstones) staged and not yet in the files."""
-        if self._conn is None or self.fmt == "duckdb":
+        if self.fmt == "duckdb":
             return None
-        row = first_row(
-            self._conn.execute(
-                f"SELECT updated_since, cursor, walk_max FROM {STATE_TABLE} WHERE resource = ?",
-                [name],
-            )
-        )
-        return saved_state(*row) if row else None
+        return self._state_row(name)
 
     def _settled(self, name: str) -> None:
         """The files hold what was staged for `name`: record its position, drop the staging."""
@@ -353,6 +347,10 @@ class Store:
         if self.fmt != "duckdb":
             pending = self._pending(name)
             return pending if pending is not None else self._saved.get(name)
+        return self._state_row(name)
+
+    def _state_row(self, name: str) -> WalkState | None:
+        """The position `_airoi_state` holds for `name` (none when nothing is open)."""
         if self._conn is None:
             return None
         row = first_row(
