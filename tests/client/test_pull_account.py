@@ -32,6 +32,7 @@ from tests.client.test_pull import (
     assert_store_equals_service,
     chosen,
     delete,
+    give,
     other_account,
     stored,
     target_for,
@@ -369,3 +370,74 @@ def test_the_copys_latest_rows_deleted_do_not_stop_its_own_token(
         pull(api, target, fmt)
         assert_store_equals_service(target, fmt, rotated_url, token)
     assert sorted(row["id"] for row in stored(target, fmt, "initiatives")) == made[:7]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("change", ["deleted", "corrected"])
+def test_rows_of_one_moment_changed_since_do_not_stop_the_copys_own_token(
+    base_url: str, rotated_url: str, engine: Engine, tmp_path: Path, fmt: Format, change: str
+) -> None:
+    # One load stamps all its rows with one moment. 105 cost entries of it, and the five of
+    # the lowest ids deleted or corrected since: the check looked for those five only (the
+    # ends of the copy by updated_at were the same rows), or on a page of 100 rows that the
+    # unchanged ones filled, and refused the copy's own token.
+    b = BundleBuilder(first_id=9500)
+    acct = b.account(name="Moment")
+    token = b.token(b.user(acct, role="owner"), secret="airoi_moment-" + "m" * 37)
+    initiative = b.initiative(acct, title="One")
+    costs = [b.cost_entry(initiative, amount_cents=100 + n, currency="USD") for n in range(105)]
+    b.load(engine, now=FIRST_LOAD)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, token, page_size=50) as api:
+        pull(api, target, fmt, resources=chosen("cost_entries"))
+    if change == "deleted":
+        delete(engine, LATER, cost_entries=costs[:5])
+    else:
+        for cost in costs[:5]:
+            give(engine, LATER, "cost_entries", {"id": cost, "amount_cents": 1})
+    with Client(rotated_url, token, page_size=50) as api:
+        pull(api, target, fmt, resources=chosen("cost_entries"))
+    held = {row["id"]: row["amount_cents"] for row in stored(target, fmt, "cost_entries")}
+    if change == "deleted":
+        assert sorted(held) == costs[5:]
+    else:
+        assert [held[cost] for cost in costs[:6]] == [1, 1, 1, 1, 1, 105]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_emptied_list_is_not_read_whole_for_another_account(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # Our integration deleted (the copy holds none), the secret changed, their token: the
+    # list has no row to tell the account by and was read whole, their integration written
+    # into our copy before a later list stopped the run. The copy's other lists tell first.
+    b = BundleBuilder(first_id=5000)
+    theirs = b.account(name="Theirs")
+    their_token = b.token(b.user(theirs, email="t@example.com"), secret="airoi_th-" + "t" * 41)
+    b.integration(theirs)
+    b.load(engine, now=LATER)
+    target = target_for(tmp_path, fmt)
+    ours = [row["id"] for row in stored_after(base_url, account.token, target, fmt)]
+    delete(engine, LATER, integrations=ours)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    assert stored(target, fmt, "integrations") == []
+    before = copy_of(target, fmt)
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy),
+    ):
+        pull(api, target, fmt, resources=chosen("integrations"))
+    assert copy_of(target, fmt) == before
+
+
+def stored_after(base_url: str, token: str, target: Path, fmt: Format) -> list[dict[str, Any]]:
+    """The copy's integrations once a first pull of every list made it."""
+    with Client(base_url, token, page_size=2) as api:
+        pull(api, target, fmt)
+    return stored(target, fmt, "integrations")

@@ -104,10 +104,11 @@ def read_ahead(pages: Iterator[T]) -> Generator[T, None, None]:
     fetcher.shutdown()
 
 
-# The copy's rows of a list looked for in the service, at each end of the list, to tell its
-# account when no position can (AccountCheck); and the rows asked for to find them.
-PROOF_ROWS = 5
+# The rows of a list asked for at each end of the copy's (by `updated_at`), to find rows the
+# copy holds among them, when no position can tell the copy's account (AccountCheck); and the
+# budget rows of the copy looked for.
 PROOF_PAGE = 100
+PROOF_ROWS = 5
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -118,10 +119,11 @@ class AccountCheck:
     One it refuses as none of its own (its cursor secret changed, or the copy came from
     another server) tells nothing: the list would go on from `updated_since` with whatever
     account the token reads. Then, before any of it is written, the list's own rows must tell
-    it: of the copy's five latest rows and five earliest (by `updated_at`), one served to the
-    token, asked from their `updated_since`, with the id and `created_at` the copy holds. A
-    list the copy holds no row of has nothing to mix with: it is read whole. Each list is
-    told on its own, as a copy cut off while it was started over holds two accounts.
+    it: a page served to the token from the copy's earliest `updated_at` of the list, or from
+    its latest, must hold a row the copy holds, with the same id and `created_at`. A list the
+    copy holds no row of tells nothing: it is read whole, once another list told the copy's
+    account (or the copy holds no row at all). Each list is told on its own, as a copy cut
+    off while it was started over holds two accounts.
     """
 
     def __init__(self, client: Client, store: Store) -> None:
@@ -150,10 +152,11 @@ class AccountCheck:
             raise UnprovenAccountCopy(resource.name, refusal, self.taken)
         self.taken.append(resource.name)
 
-    def deletions_refused(self, refusal: AiroiError) -> None:
-        """/deletions' position was refused as none of the service's: its tombstones remove
-        rows of every list the copy holds, so one of those lists must be told the token's
-        (this run's walks tell theirs first)."""
+    def copy_refused(self, refusal: AiroiError) -> None:
+        """A position was refused as none of the service's where no row of its own can tell
+        the account (/deletions, whose tombstones remove rows of every list; a list the copy
+        holds no row of): one list the copy holds rows of must be told the token's, unless
+        one was already (this run's walks tell theirs first)."""
         if self.taken:
             return
         for resource in RESOURCES:
@@ -162,24 +165,32 @@ class AccountCheck:
                 return
 
     def _rows_served(self, resource: Resource) -> bool:
-        stamps = [
-            "id",
-            "epoch_us(TRY_CAST(created_at AS TIMESTAMPTZ))",
-            "epoch_us(TRY_CAST(updated_at AS TIMESTAMPTZ))",
-        ]
+        """Whether a page the service serves the token, from the copy's earliest `updated_at`
+        of the list and from its latest, holds a row the copy holds with the same id and
+        created_at (rows the copy holds come first there, unless changed or deleted since)."""
+        created = "epoch_us(TRY_CAST(created_at AS TIMESTAMPTZ))"
+        updated = "epoch_us(TRY_CAST(updated_at AS TIMESTAMPTZ))"
         params = {
             k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in resource.params.items()
         }
-        for order in ("updated_at DESC NULLS LAST", "updated_at ASC NULLS LAST"):
-            held = self.store.held(resource.name, stamps, PROOF_ROWS, order)
-            moments = [row[2] for row in held if row[2] is not None]
-            if not moments:
-                continue
+        ends = self.store.held(resource.name, [f"min({updated})", f"max({updated})"], 2, None)
+        firsts = [row[0] for row in ends if row[0] is not None]
+        lasts = [row[1] for row in ends if row[1] is not None]
+        moments = sorted({*([min(firsts)] if firsts else []), *([max(lasts)] if lasts else [])})
+        for moment in moments:
             page = self.client.get_json(
                 f"/{resource.name}",
-                {**params, "updated_since": _api_datetime(min(moments)), "limit": str(PROOF_PAGE)},
+                {**params, "updated_since": _api_datetime(moment), "limit": str(PROOF_PAGE)},
             )
-            served = {(row.get("id"), _epoch_us(row.get("created_at"))) for row in page["data"]}
+            served = {
+                (row["id"], _epoch_us(row.get("created_at")))
+                for row in page["data"]
+                if isinstance(row.get("id"), int)
+            }
+            if not served:
+                continue
+            ids = sorted({row_id for row_id, _ in served})
+            held = self.store.held(resource.name, ["id", created], len(ids), None, ids=ids)
             if any((row[0], row[1]) in served for row in held):
                 return True
         return False
@@ -251,7 +262,7 @@ def _began(
         if resource is not None:
             check.refused(resource, walk.refused)
         else:
-            check.deletions_refused(walk.refused)
+            check.copy_refused(walk.refused)
     report.refused = str(walk.refused)
     if notice is not None:
         again = (
@@ -300,8 +311,10 @@ def pull_resource(
         and not check.holds(resource.name)
     ):
         # Refused, and the copy holds no row of the list: nothing to tell its account by,
-        # and no stamp of its own to ask from (another account's would skip rows): whole.
+        # and no stamp of its own to ask from (another account's would skip rows): whole,
+        # once the copy's other lists tell the account.
         pages.close()
+        check.copy_refused(walk.refused)
         refused, walk = walk.refused, Walk(client, resource.name, resource.params, WalkState())
         walk.refused = refused
         pages = read_ahead(iter(walk))

@@ -605,10 +605,12 @@ class Store:
         columns: Sequence[str],
         limit: int,
         order: str | None = "updated_at DESC NULLS LAST",
+        ids: Sequence[int] | None = None,
     ) -> list[tuple[Any, ...]]:
         """Up to `limit` rows the copy holds for `name` (in its table or file, or staged for
-        it) in `order` (any order when None): the SQL `columns` of each. None when the list is
-        not held, or has no column they name. Nothing is created to read them."""
+        it) in `order` (any order when None), of those whose `id` is one of `ids` when given:
+        the SQL `columns` of each. None when the list is not held, or has no column they name.
+        Nothing is created to read them."""
         own = self._conn is None
         reader = duckdb.connect() if own else self.conn
         try:
@@ -619,7 +621,12 @@ class Store:
             rows: list[tuple[Any, ...]] = []
             for source in sources:
                 ordered = "" if order is None else f" ORDER BY {order}"
-                query = f"SELECT {', '.join(columns)} FROM {source}{ordered} LIMIT {int(limit)}"
+                among = (
+                    "" if ids is None else f" WHERE id IN ({', '.join(map(str, map(int, ids)))})"
+                )
+                query = (
+                    f"SELECT {', '.join(columns)} FROM {source}{among}{ordered} LIMIT {int(limit)}"
+                )
                 with contextlib.suppress(duckdb.BinderException):  # a column it lacks
                     rows += reader.execute(query).fetchall()
             return rows[:limit]
