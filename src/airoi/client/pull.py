@@ -170,21 +170,22 @@ class AccountCheck:
         created_at (rows the copy holds come first there, unless changed or deleted since)."""
         created = "epoch_us(TRY_CAST(created_at AS TIMESTAMPTZ))"
         updated = "epoch_us(TRY_CAST(updated_at AS TIMESTAMPTZ))"
-        params = {
-            k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in resource.params.items()
-        }
         ends = self.store.held(resource.name, [f"min({updated})", f"max({updated})"], 2, None)
+        # One row per place the list is held (its table or file, rows staged for it).
         firsts = [row[0] for row in ends if row[0] is not None]
         lasts = [row[1] for row in ends if row[1] is not None]
-        moments = sorted({*([min(firsts)] if firsts else []), *([max(lasts)] if lasts else [])})
-        for moment in moments:
-            page = self.client.get_json(
-                f"/{resource.name}",
-                {**params, "updated_since": _api_datetime(moment), "limit": str(PROOF_PAGE)},
+        moments = set()
+        if firsts:
+            moments = {min(firsts), max(lasts)}
+        for moment in sorted(moments):
+            since = EPOCH + timedelta(microseconds=moment)  # the client writes milliseconds
+            rows = self.client.rows(
+                resource.name, **resource.params, updated_since=since, limit=PROOF_PAGE
             )
+            page = next(rows.pages())
             served = {
                 (row["id"], _epoch_us(row.get("created_at")))
-                for row in page["data"]
+                for row in page.data
                 if isinstance(row.get("id"), int)
             }
             if not served:
@@ -206,27 +207,20 @@ class AccountCheck:
             "current_version_id IS NULL, initiative_id",
         )
         for initiative_id, version in held:
+            rows = self.client.rows(
+                resource.name, **resource.params, initiative_id=int(initiative_id)
+            )
             try:
-                page = self.client.get_json(
-                    f"/{resource.name}",
-                    {"initiative_id": str(int(initiative_id)), "include_sample": "true"},
-                )
+                page = next(rows.pages())
             except AiroiError as exc:
                 if exc.status == 404:
                     continue  # an initiative the token's account cannot see
                 raise
-            for row in page["data"]:
+            for row in page.data:
                 served = (row.get("current_version") or {}).get("id")
                 if row.get("initiative_id") == initiative_id and served == version:
                     return True
         return False
-
-
-def _api_datetime(epoch_us: int) -> str:
-    """Microseconds since 1970 as the API writes a datetime (UTC, milliseconds, Z); cut to the
-    millisecond below, so that asking from it includes the moment itself."""
-    moment = EPOCH + timedelta(microseconds=int(epoch_us))
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _epoch_us(stamp: Any) -> int | None:
