@@ -241,9 +241,9 @@ def test_two_apps_over_one_store_serve_each_others_cursors(db_url: str, engine: 
             assert again.json() == _ask(first, token, path, cursor=from_first, limit=1).json()
 
 
-def test_airoi_secret_key_signs_in_place_of_the_stores(db_url: str, engine: Engine) -> None:
-    # SEMANTICS R13: AIROI_SECRET_KEY overrides the stored secret; apps given different keys
-    # refuse each other's cursors, apps given the same one read them.
+def test_airoi_secret_key_signs_with_the_stores(db_url: str, engine: Engine) -> None:
+    # SEMANTICS R13: AIROI_SECRET_KEY changes what the store signs with; apps given different
+    # keys (or none) refuse each other's cursors, apps given the same one read them.
     token, _ = _two_accounts(engine)
     one = Settings.from_env({"AIROI_SECRET_KEY": "k" * 32}).secret_key
     other = Settings.from_env({"AIROI_SECRET_KEY": "q" * 64}).secret_key
@@ -405,3 +405,37 @@ def test_each_store_has_a_secret_of_its_own(tmp_path: Path, engine: Engine) -> N
     assert len(_secret(other)) == len(_secret(engine)) == 32
     assert _secret(other) != _secret(engine)
     other.dispose()
+
+
+def test_two_stores_given_one_secret_key_refuse_each_others_cursors(tmp_path: Path) -> None:
+    # SEMANTICS R13: a secret of the store's own. Two stores served with the same
+    # AIROI_SECRET_KEY (a key copied from one deployment to another) hold the same account
+    # ids here; a cursor of one, taken by the other, would go on from a position of rows it
+    # never served (a copy pulled from the wrong server, mixed without a word).
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    key = Settings.from_env({"AIROI_SECRET_KEY": "k" * 32}).secret_key
+    urls = [f"sqlite:///{tmp_path / name}" for name in ("one.db", "two.db")]
+    b = BundleBuilder()
+    account = b.account(name="Alpha")
+    token = b.token(b.user(account, role="owner"))
+    initiative = b.initiative(account)
+    for _ in range(3):
+        b.cost_entry(initiative)
+    for url in urls:
+        engine = make_engine(url)
+        upgrade(engine)
+        b.load(engine)
+        engine.dispose()
+    with _app(urls[0], key) as one, _app(urls[1], key) as two, _app(urls[0], key) as same:
+        first = _first_cursor(one, token)
+        second = _first_cursor(two, token)
+        assert first != second
+        for app, foreign in ((one, second), (two, first)):
+            message = _refused(_ask(app, token, "cost_entries", cursor=foreign))
+            assert "not a cursor this endpoint issued" in message
+        # Another server of the same store, given the same key, goes on from it.
+        went_on = _ask(same, token, "cost_entries", cursor=first, limit=1)
+        assert went_on.status_code == 200, went_on.text
+        assert went_on.json() == _ask(one, token, "cost_entries", cursor=first, limit=1).json()

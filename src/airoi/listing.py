@@ -35,7 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.types import NullType
 
 from airoi.db.prepared import Prepared
-from airoi.db.secret import read_store_secret
+from airoi.db.secret import read_store_secret, signing_secret
 from airoi.db.types import LowerBound, read_stored_datetime, stores_served_text
 from airoi.errors import bad_parameter
 from airoi.failures import database_unavailable
@@ -167,17 +167,19 @@ class CursorCodec:
 
 
 class Cursors:
-    """The cursor codec of the store an app serves: with `secret` (AIROI_SECRET_KEY) when
-    given, else with the store's own, read once, when a cursor is first made or read, on the
-    request's connection (the app may start before the store can be reached)."""
+    """The cursor codec of the store an app serves, signed with its `signing_secret` (the
+    store's own secret, with AIROI_SECRET_KEY when `given`), read once, when a cursor is
+    first made or read, on the request's connection (the app may start before the store can
+    be reached)."""
 
-    def __init__(self, secret: bytes | None = None) -> None:
-        self._codec = None if secret is None else CursorCodec(secret)
+    def __init__(self, given: bytes | None = None) -> None:
+        self._given = given
+        self._codec: CursorCodec | None = None
 
     def codec(self, conn: Connection) -> CursorCodec:
         codec = self._codec
         if codec is None:
-            secret = read_store_secret(conn)
+            secret = signing_secret(read_store_secret(conn), self._given)
             if secret is None:
                 # Checked before serving (`airoi serve`): the row was removed since.
                 log.error("the store holds no cursor secret; run `airoi init` against it")

@@ -73,7 +73,7 @@ ACCOUNT_ROWS: dict[str, int] = {
 }
 
 
-def build_account(engine: Engine) -> Account:
+def build_account(engine: Engine, now: datetime = FIRST_LOAD) -> Account:
     b = BundleBuilder(first_id=1000)
     acct = b.account()
     owner = b.user(acct, role="owner")
@@ -110,7 +110,7 @@ def build_account(engine: Engine) -> Account:
     b.decision(acct, initiative_id=inits[1], decided_at="2026-05-01T10:00:00Z")
     b.integration(acct)
     b.budget_version(inits[0], effective_from="2026-01-01", capex_cents=100_000, opex_cents=5_000)
-    b.load(engine, now=FIRST_LOAD)
+    b.load(engine, now=now)
     return Account(b, token, acct, inits, costs)
 
 

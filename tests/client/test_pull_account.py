@@ -24,7 +24,7 @@ from airoi.client.pull import pull
 from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
 from airoi.client.walk import AnotherAccountsCopy, TwoAccountsCopy, UnprovenAccountCopy
 from airoi.settings import Settings
-from tests.client.conftest import FIRST_LOAD, LATER, TODAY, Account
+from tests.client.conftest import FIRST_LOAD, LATER, TODAY, Account, build_account
 from tests.client.test_pull import (
     FORMATS,
     InterruptAfter,
@@ -53,6 +53,47 @@ def rotated_url(db_url: str) -> Iterator[str]:
     server = RunningServer(settings)
     yield f"{server.base_url}/api/v1"
     server.stop()
+
+
+@pytest.mark.parametrize("fmt", ["duckdb", "csv"])
+def test_a_copy_from_another_store_given_the_same_secret_key_is_refused(
+    tmp_path: Path, fmt: Format
+) -> None:
+    # SEMANTICS R13: two stores served with one AIROI_SECRET_KEY (copied between
+    # deployments) hold the same account, initiative and entry ids as other rows (made at
+    # another time). The copy of one, pulled from the other, had its positions taken as the
+    # other's own: the other's rows went on top of the copy's, exit 0. Signed with the
+    # store's own secret too, the positions are refused as none of the service's, and the
+    # rows tell the copy is not of this account.
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    servers, tokens = [], []
+    for name, when in (("one.db", FIRST_LOAD), ("two.db", LATER)):
+        url = f"sqlite:///{tmp_path / name}"
+        engine = make_engine(url)
+        upgrade(engine)
+        account = build_account(engine, when)  # the same ids, made at another time
+        engine.dispose()
+        tokens.append(account.token)
+        settings = Settings(
+            database_url=url, today=TODAY, rate_limit="1000000/minute", secret_key=b"k" * 32
+        )
+        servers.append(RunningServer(settings))
+    try:
+        target = target_for(tmp_path, fmt)
+        with Client(f"{servers[0].base_url}/api/v1", tokens[0], page_size=2) as api:
+            pull(api, target, fmt)
+        before = copy_of(target, fmt)
+        with (
+            Client(f"{servers[1].base_url}/api/v1", tokens[1], page_size=2) as api,
+            pytest.raises(UnprovenAccountCopy, match="--full-refresh"),
+        ):
+            pull(api, target, fmt)
+        assert copy_of(target, fmt) == before
+    finally:
+        for server in servers:
+            server.stop()
 
 
 def copy_of(target: Path, fmt: Format) -> dict[str, list[dict[str, Any]]]:

@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from airoi.auth import Principal, authenticate
-from airoi.db.secret import read_store_secret
+from airoi.db.secret import read_store_secret, signing_secret
 from airoi.errors import ApiError
 from airoi.oauth.store import OAuthStore, RequestUsed, digest
 from airoi.oauth.urls import resource_of
@@ -62,9 +62,8 @@ class SignInPage:
         self._engine = engine
         self._store = store
         self._base = base
-        self._key: bytes | None = (
-            None if settings.secret_key is None else self._derive(settings.secret_key)
-        )
+        self._given = settings.secret_key
+        self._key: bytes | None = None
 
     @staticmethod
     def _derive(secret: bytes) -> bytes:
@@ -79,7 +78,7 @@ class SignInPage:
     def _signing_key(self) -> bytes:
         if self._key is None:
             with self._engine.connect() as conn:
-                secret = read_store_secret(conn)
+                secret = signing_secret(read_store_secret(conn), self._given)
             if secret is None:
                 raise ApiError(503, "The service is not ready to sign in; try again later.")
             self._key = self._derive(secret)
