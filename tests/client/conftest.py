@@ -46,6 +46,21 @@ def base_url(db_url: str, _api_servers: dict[str, RunningServer]) -> str:
     return f"http://127.0.0.1:{_api_servers[db_url].port}/api/v1"
 
 
+@pytest.fixture
+def rotated_url(db_url: str) -> Iterator[str]:
+    """The /api/v1 address of the same store served with another cursor secret (as after
+    AIROI_SECRET_KEY was set or changed): every cursor issued before is refused."""
+    settings = Settings(
+        database_url=db_url,
+        today=TODAY,
+        rate_limit="1000000/minute",
+        secret_key=b"rotated-" + b"k" * 40,
+    )
+    server = RunningServer(settings)
+    yield f"{server.base_url}/api/v1"
+    server.stop()
+
+
 @dataclass
 class Account:
     """One account with something of every kind, and the builder to change it later."""

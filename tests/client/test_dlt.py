@@ -20,6 +20,9 @@ from airoi.client import Client
 from airoi.client.dlt_source import (
     DELETED,
     INCREMENTAL,
+    SAMPLE_ROWS,
+    Samples,
+    UnprovenPipelineCopy,
     airoi_source,
     api_datetime,
     rest_api_config,
@@ -28,6 +31,7 @@ from airoi.client.frames import LIST_FIELDS, flatten
 from airoi.client.pull import pull
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, LATER, Account, raw_walk
+from tests.client.test_pull import other_account
 
 RESOURCES = (*INCREMENTAL, "budgets")
 DATASET = "airoi"
@@ -294,6 +298,111 @@ def test_a_refused_cursor_falls_back_to_updated_since(
         ids = client.native_connection.execute(f"SELECT id FROM {DATASET}.metrics").fetchall()
     assert new_metric in {metric_id for (metric_id,) in ids}
     assert run(pipeline, base_url, account.token)["metrics"] == 0
+
+
+def _cause(failed: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The exception of `kind` that dlt's PipelineStepFailed wraps, if any."""
+    seen: BaseException | None = failed
+    while seen is not None and not isinstance(seen, kind):
+        seen = seen.__cause__ or seen.__context__ or getattr(seen, "exception", None)
+    return seen
+
+
+def _destination(pipeline: dlt.Pipeline) -> dict[str, list[dict[str, Any]]]:
+    with pipeline.sql_client() as client:
+        return {name: table(client.native_connection, name) for name in RESOURCES}
+
+
+def test_another_accounts_token_after_the_secret_changed_loads_nothing(
+    pipeline: dlt.Pipeline, base_url: str, rotated_url: str, account: Account, engine: Engine
+) -> None:
+    # SEMANTICS R13: after AIROI_SECRET_KEY is set or changed, every position the pipeline
+    # keeps is refused as none of the service's, which says nothing of the account. With
+    # another account's token the lists went on from updated_since: their rows joined ours.
+    run(pipeline, base_url, account.token)
+    before = _destination(pipeline)
+    their_token = other_account(engine, with_costs=True)
+    with pytest.raises(PipelineStepFailed) as failed:
+        pipeline.run(airoi_source(rotated_url, their_token, page_size=2))
+    refused = _cause(failed.value, UnprovenPipelineCopy)
+    assert isinstance(refused, UnprovenPipelineCopy), failed.value
+    assert refused.resource in INCREMENTAL
+    assert 'refresh="drop_sources"' in str(refused)
+    assert _destination(pipeline) == before
+    # The pipeline's own token goes on through the same service, then nothing is new.
+    # (every row again: the first load stamped them all at the moment it goes on from)
+    assert run(pipeline, rotated_url, account.token) == ACCOUNT_ROWS
+    assert_destination_equals_api(pipeline, rotated_url, account.token)
+
+
+def test_the_pipelines_own_token_after_the_secret_changed_goes_on(
+    pipeline: dlt.Pipeline,
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Its rows are served to it as loaded: each list goes on from updated_since (the rows
+    # at that moment again, absorbed by the merge), the new row with them.
+    run(pipeline, base_url, account.token)
+    new_cost = account.builder.cost_entry(account.initiatives[1], amount_cents=3, currency="USD")
+    account.load(engine, LATER)
+    with caplog.at_level(logging.WARNING, logger="airoi.client.dlt_source"):
+        counts = run(pipeline, rotated_url, account.token)
+    warned = [r.getMessage() for r in caplog.records if r.name == "airoi.client.dlt_source"]
+    # Each list's rows (no tombstone was read: their walks kept no position yet).
+    assert sorted(line.split(":")[0] for line in warned) == sorted(INCREMENTAL)
+    # From the largest updated_at loaded, inclusive: the first load's seven again, and the new.
+    assert counts["cost_entries"] == ACCOUNT_ROWS["cost_entries"] + 1
+    assert_destination_equals_api(pipeline, rotated_url, account.token)
+    with pipeline.sql_client() as client:
+        ids = client.native_connection.execute(f"SELECT id FROM {COSTS}").fetchall()
+    assert new_cost in {cost_id for (cost_id,) in ids}
+
+
+def test_a_pipeline_of_an_earlier_version_goes_on_saying_it_cannot_be_told(
+    pipeline: dlt.Pipeline,
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An earlier version kept no rows in the state: its positions refused, it goes on as it
+    # did (a load of its own would otherwise be refused), and says so; from then on it keeps.
+    run(pipeline, base_url, account.token)
+    with pipeline.managed_state() as state:
+        for kept in state["sources"]["airoi"]["resources"].values():  # type: ignore[typeddict-item]
+            kept.pop("samples", None)
+    with caplog.at_level(logging.WARNING, logger="airoi.client.dlt_source"):
+        run(pipeline, rotated_url, account.token)
+    warned = [r.getMessage() for r in caplog.records if r.name == "airoi.client.dlt_source"]
+    assert sum("loaded by an earlier version" in line for line in warned) == len(INCREMENTAL)
+    assert_destination_equals_api(pipeline, rotated_url, account.token)
+    with pipeline.managed_state() as state:
+        kept = state["sources"]["airoi"]["resources"]["cost_entries"]  # type: ignore[typeddict-item]
+        assert len(kept["samples"]["first"][1]) == ACCOUNT_ROWS["cost_entries"]
+
+
+def test_a_list_keeps_its_first_rows_and_the_first_at_its_latest_moment() -> None:
+    # What a page served from each moment begins with ((updated_at, id) order), so one of
+    # them is found again there unless changed since: 100 of each end, each row once.
+    def rows(moment: str, ids: range) -> list[dict[str, Any]]:
+        return [{"id": i, "created_at": f"c{i}", "updated_at": moment} for i in ids]
+
+    one, two, three = (f"2026-06-0{day}T09:00:00.000Z" for day in (1, 2, 3))
+    saved: dict[str, Any] = {}
+    samples = Samples(saved)
+    assert samples.known  # a new pipeline keeps them from its first load
+    samples.add(rows(one, range(1, 151)))
+    samples.add(rows(one, range(141, 151)))  # the same moment asked again (inclusive)
+    assert saved["samples"]["first"] == [one, [[i, f"c{i}"] for i in range(1, 101)]]
+    assert saved["samples"]["last"] == saved["samples"]["first"]
+    samples.add(rows(two, range(300, 302)) + rows(three, range(400, 400 + SAMPLE_ROWS + 5)))
+    assert saved["samples"]["first"][1][0] == [1, "c1"]  # the first never move
+    assert saved["samples"]["last"] == [three, [[i, f"c{i}"] for i in range(400, 500)]]
+    # A state of an earlier version (a position, no samples) cannot be told.
+    assert not Samples({"rows": {"cursor": "c", "updated_since": one}}).known
 
 
 def test_a_dlt_copy_and_a_pull_copy_have_the_same_columns(

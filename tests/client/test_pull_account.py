@@ -10,7 +10,6 @@ served a second time with another cursor secret, as after such a change.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,20 +38,6 @@ from tests.client.test_pull import (
 )
 from tests.factories import BundleBuilder
 from tests.servers import RunningServer
-
-
-@pytest.fixture
-def rotated_url(db_url: str) -> Iterator[str]:
-    """The /api/v1 address of the same store served with another cursor secret."""
-    settings = Settings(
-        database_url=db_url,
-        today=TODAY,
-        rate_limit="1000000/minute",
-        secret_key=b"rotated-" + b"k" * 40,
-    )
-    server = RunningServer(settings)
-    yield f"{server.base_url}/api/v1"
-    server.stop()
 
 
 @pytest.mark.parametrize("fmt", ["duckdb", "csv"])

@@ -24,6 +24,15 @@ reads that row also reads the tombstone (or an earlier load applied it already),
 keeps the row. Budgets have no `updated_since` and no `id` (SPEC 4.A.10): they are replaced
 whole on every run, keyed by `initiative_id`, which also drops a deleted initiative's row.
 
+A position the service refuses as none of its own (its cursor secret set or changed, or a
+pipeline first loaded from another server) says nothing of the account, and the list goes
+on from `updated_since` with whatever account the token reads. So each list keeps, in its
+state, a few rows it loaded (id and `created_at`: the first rows it ever loaded and the first
+at its latest `updated_at`), and after such a refusal a page served from each of those
+moments must hold one of them, as loaded, before anything of the list is loaded
+(`UnprovenPipelineCopy` otherwise). A state of an earlier version, which keeps none, goes
+on as before, with the warning.
+
 Pages become Arrow tables through `airoi.client.frames.rows_to_arrow`, as in `airoi pull`,
 so both have the same columns: nested objects flattened with `_` (`owner_id`,
 `owner_name`, `source_type`), arrays one `json` column each, dates `date`, datetimes UTC
@@ -40,8 +49,9 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from airoi.client.client import Client, Page, sendable_token
 from airoi.client.column_types import COLUMNS
+from airoi.client.errors import AiroiError
 from airoi.client.frames import rows_to_arrow
-from airoi.client.walk import Walk, WalkState
+from airoi.client.walk import Walk, WalkState, later
 from airoi.vocabulary import ServedList
 
 if TYPE_CHECKING:
@@ -70,6 +80,86 @@ DATE_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 PAGE_SIZE = 500
 EPOCH = "1970-01-01T00:00:00.000Z"
+# The rows a list keeps of each end it loaded, and the page it asks from each end to find
+# one of them again (as `airoi pull`'s account check).
+SAMPLE_ROWS = 100
+
+
+class UnprovenPipelineCopy(AiroiError):
+    """A list's remembered position is none of the service's any more, and none of the rows
+    the pipeline keeps of it is served to the token as loaded: the token may read another
+    account than the one the pipeline holds."""
+
+    def __init__(self, resource: str, refused: AiroiError) -> None:
+        self.resource = resource
+        super().__init__(
+            refused.status,
+            f"the pipeline's {resource} cannot be told to be this token's account's: the "
+            "service refused its remembered position as none of its own, and none of the "
+            f"{resource} rows it loaded is served to this token as loaded; none of {resource} "
+            "was loaded. If this token reads the pipeline's account, load it again from the "
+            'start (pipeline.run(source, refresh="drop_sources")); otherwise load it with a '
+            "pipeline and dataset of its own.",
+            refused.request_id,
+            body=refused.body,
+        )
+
+
+class Samples:
+    """The rows a list keeps in its resource state (`saved["samples"]`) to tell its account
+    by: the first `SAMPLE_ROWS` it ever loaded, and the first `SAMPLE_ROWS` at the latest
+    `updated_at` it loaded, each as [id, created_at] with the moment they were served from.
+    A page served from that moment begins with them (rows come in (updated_at, id) order),
+    unless they were changed or deleted since."""
+
+    def __init__(self, saved: MutableMapping[str, Any]) -> None:
+        # A state of an earlier version has a position and no samples: it cannot be told.
+        self.known = "samples" in saved or "rows" not in saved
+        self.kept: dict[str, Any] = saved.setdefault("samples", {})
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            moment, row_id, created = row.get("updated_at"), row.get("id"), row.get("created_at")
+            if not (isinstance(moment, str) and isinstance(row_id, int)):
+                continue
+            entry = [row_id, created]
+            first = self.kept.setdefault("first", [moment, []])
+            if len(first[1]) < SAMPLE_ROWS and entry not in first[1]:
+                first[1].append(entry)
+            last = self.kept.get("last")
+            if last is None or later(last[0], moment) != last[0]:
+                self.kept["last"] = [moment, [entry]]
+            elif last[0] == moment and len(last[1]) < SAMPLE_ROWS and entry not in last[1]:
+                last[1].append(entry)
+
+    def served(self, api: Client, resource: str, params: dict[str, Any]) -> bool:
+        """Whether a page served to the token from either end holds a kept row with the
+        same id and created_at; true when nothing is kept (no row of the list loaded)."""
+        ends: dict[str, list[Any]] = {}
+        for end in ("first", "last"):
+            if end in self.kept:
+                moment, entries = self.kept[end]
+                ends.setdefault(moment, []).extend(entries)
+        if not any(ends.values()):
+            return True
+        for moment, entries in ends.items():
+            rows = api.rows(resource, **params, updated_since=moment, limit=SAMPLE_ROWS)
+            page = next(rows.pages())
+            served = {(row.get("id"), _moment(row.get("created_at"))) for row in page.data}
+            if any((row_id, _moment(created)) in served for row_id, created in entries):
+                return True
+        return False
+
+
+def _moment(stamp: Any) -> datetime | None:
+    """An API datetime as a moment, to compare whatever its spelling; None if not one."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def api_datetime(value: datetime | str) -> str:
@@ -179,10 +269,12 @@ def airoi_source(
     def changed(resource: str) -> Iterator[pyarrow.Table]:
         saved = dlt.current.resource_state(resource)
         params = {"include_sample": True} if resource in WITH_SAMPLES else {}
+        samples = Samples(saved)
         with Client(base_url, token, page_size=page_size) as api:
-            rows = _walk(api, resource, params, saved, "rows", first, "updated_at")
+            rows = _walk(api, resource, params, saved, "rows", first, "updated_at", samples)
             for page in rows:
                 if page.data:
+                    samples.add(page.data)
                     yield _keyed(rows_to_arrow(page.data, resource), "id")
             deleted = {"resource": resource}
             for page in _walk(api, "deletions", deleted, saved, "deletions", first, "deleted_at"):
@@ -228,12 +320,23 @@ def _walk(
     key: str,
     first: WalkState,
     stamp: str,
+    samples: Samples | None = None,
 ) -> Iterator[Page]:
     """The pages of a list from the state `saved[key]` (dlt's resource state), or `first`;
-    the state after each page is kept there (dlt commits it with the load)."""
+    the state after each page is kept there (dlt commits it with the load). A position
+    refused as none of the service's goes on only once `samples` tell the account."""
     kept = saved.get(key)
     walk = Walk(api, resource, params, WalkState(**kept) if kept else first, stamp=stamp)
     pages = walk.open()
+    if walk.refused is not None and samples is not None and walk.start == "updated_since":
+        if not samples.known:
+            log.warning(
+                "%s: this pipeline was loaded by an earlier version, which kept no rows to "
+                "tell its account by; going on as this token's account's",
+                resource,
+            )
+        elif not samples.served(api, resource, params):
+            raise UnprovenPipelineCopy(resource, walk.refused)
     if walk.refused is not None:
         log.warning(
             "%s: asking from updated_since %s, as the service refused the position this "
