@@ -51,7 +51,7 @@ from airoi.client.client import Client, Page, sendable_token
 from airoi.client.column_types import COLUMNS
 from airoi.client.errors import AiroiError
 from airoi.client.frames import rows_to_arrow
-from airoi.client.walk import Walk, WalkState, later
+from airoi.client.walk import Walk, WalkState, epoch_us, later
 from airoi.vocabulary import ServedList
 
 if TYPE_CHECKING:
@@ -145,21 +145,10 @@ class Samples:
         for moment, entries in ends.items():
             rows = api.rows(resource, **params, updated_since=moment, limit=SAMPLE_ROWS)
             page = next(rows.pages())
-            served = {(row.get("id"), _moment(row.get("created_at"))) for row in page.data}
-            if any((row_id, _moment(created)) in served for row_id, created in entries):
+            served = {(row.get("id"), epoch_us(row.get("created_at"))) for row in page.data}
+            if any((row_id, epoch_us(created)) in served for row_id, created in entries):
                 return True
         return False
-
-
-def _moment(stamp: Any) -> datetime | None:
-    """An API datetime as a moment, to compare whatever its spelling; None if not one."""
-    if not isinstance(stamp, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def api_datetime(value: datetime | str) -> str:

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,12 +52,14 @@ from airoi.client.store import (
 )
 from airoi.client.walk import (
     ANOTHER_ACCOUNTS_CURSOR,
+    EPOCH,
     AnotherAccountsCopy,
     Start,
     TwoAccountsCopy,
     UnprovenAccountCopy,
     Walk,
     WalkState,
+    epoch_us,
 )
 
 T = TypeVar("T")
@@ -109,7 +111,6 @@ def read_ahead(pages: Iterator[T]) -> Generator[T, None, None]:
 # budget rows of the copy looked for.
 PROOF_PAGE = 100
 PROOF_ROWS = 5
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class AccountCheck:
@@ -184,7 +185,7 @@ class AccountCheck:
             )
             page = next(rows.pages())
             served = {
-                (row["id"], _epoch_us(row.get("created_at")))
+                (row["id"], epoch_us(row.get("created_at")))
                 for row in page.data
                 if isinstance(row.get("id"), int)
             }
@@ -221,19 +222,6 @@ class AccountCheck:
                 if row.get("initiative_id") == initiative_id and served == version:
                     return True
         return False
-
-
-def _epoch_us(stamp: Any) -> int | None:
-    """An API datetime in microseconds since 1970 (as DuckDB's epoch_us), None if not one."""
-    if not isinstance(stamp, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - EPOCH) // timedelta(microseconds=1)
 
 
 def _began(

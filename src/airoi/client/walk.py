@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from itertools import chain
 from typing import Any, Literal
 
@@ -94,6 +94,23 @@ class UnprovenAccountCopy(AiroiError):
             refused.request_id,
             body=refused.body,
         )
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_us(stamp: Any) -> int | None:
+    """An API datetime in microseconds since 1970 (as DuckDB's epoch_us), to compare
+    whatever its spelling; None if not one."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(microseconds=1)
 
 
 def later(current: str | None, candidate: str | None) -> str | None:
