@@ -421,8 +421,13 @@ def test_version_is_the_installed_distributions(tmp_path: Path) -> None:
     assert not (tmp_path / "cli.db").exists()  # eager: no command ran
 
 
+# The shell named rather than found among the process's parents (a run with none, such as
+# one started in the background, has none to find): the completion library's own switch.
+NAMED_SHELL = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+
+
 def test_shell_completion_prints_a_script(tmp_path: Path) -> None:
-    script = airoi(tmp_path, "--show-completion", "bash").stdout
+    script = airoi(tmp_path, "--show-completion", "bash", env=NAMED_SHELL).stdout
     assert "complete " in script
     assert "_AIROI_COMPLETE=complete_bash" in script
     # The completion it installs answers with the commands.

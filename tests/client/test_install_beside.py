@@ -185,7 +185,9 @@ def test_the_client_works_with_the_oldest_releases_it_allows(
 
     assert _run(airoi, "--version") == f"airoi {__version__}\n"
     assert "pull" in _run(airoi, "--help")
-    completion = _run(airoi, "--show-completion", "bash")
+    # The shell named, not found among the parents (a run in the background has none).
+    named = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    completion = _run(airoi, "--show-completion", "bash", env=named)
     assert "complete -o default -F _airoi_completion airoi" in completion
 
 
