@@ -14,12 +14,14 @@ import importlib.metadata
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -435,6 +437,24 @@ def _operator_metrics_directory() -> Path | None:
 
 
 @contextmanager
+def _cleaned_up(cleanup: Callable[[], None]) -> Iterator[None]:
+    """Run `cleanup` when the block ends, a SIGTERM too: the server, once shut down by one,
+    raises it again, and its default action would end the process past any `finally`."""
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        cleanup()
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)  # ended by the signal, as a supervisor expects
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        cleanup()
+
+
+@contextmanager
 def _metrics_directory(workers: int) -> Iterator[None]:
     """Where the workers record their metrics, so that /metrics answers the sum over all of
     them (airoi.observability.Metrics): the operator's directory, emptied of the metrics
@@ -445,21 +465,21 @@ def _metrics_directory(workers: int) -> Iterator[None]:
     given = _operator_metrics_directory()
     if given is not None:
         clear_worker_files(given)  # a run before, ended by a kill, left its counts there
-        try:
+        with _cleaned_up(functools.partial(clear_worker_files, given)):
             yield
-        finally:
-            clear_worker_files(given)
         return
     if workers == 1:
         yield
         return
     path = tempfile.mkdtemp(prefix="airoi-metrics-")  # mode 0700
     os.environ[MULTIPROC_ENV] = path  # before the workers start: they inherit it
-    try:
-        yield
-    finally:
+
+    def removed() -> None:
         os.environ.pop(MULTIPROC_ENV, None)
         shutil.rmtree(path, ignore_errors=True)
+
+    with _cleaned_up(removed):
+        yield
 
 
 def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
