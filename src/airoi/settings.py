@@ -288,8 +288,8 @@ SECRET_KEY_LENGTHS = (32, 512)
 
 
 def _secret_key_from_env(value: str | None) -> bytes | None:
-    """SEMANTICS R13: the secret cursors are signed with, in place of the store's own. The
-    message never repeats the value."""
+    """SEMANTICS R13: the secret cursors are signed with, together with the store's own
+    (airoi.db.secret.signing_secret). The message never repeats the value."""
     if not value:
         return None
     shortest, longest = SECRET_KEY_LENGTHS

@@ -430,6 +430,34 @@ def test_rows_of_one_moment_changed_since_do_not_stop_the_copys_own_token(
         assert [held[cost] for cost in costs[:6]] == [1, 1, 1, 1, 1, 105]
 
 
+@pytest.mark.parametrize("fmt", ["duckdb", "csv"])
+def test_rows_changed_behind_many_new_ones_do_not_stop_the_copys_own_token(
+    base_url: str, rotated_url: str, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # Review: a copy of five entries; since, 120 entries added and the five corrected. A
+    # page of 100 from the copy's moment held new rows only (the five come after them), and
+    # the copy's own token was refused. The page asked is the largest (500).
+    b = BundleBuilder(first_id=9700)
+    acct = b.account(name="Behind")
+    token = b.token(b.user(acct, role="owner"), secret="airoi_behind-" + "b" * 37)
+    initiative = b.initiative(acct, title="One")
+    costs = [b.cost_entry(initiative, amount_cents=100 + n, currency="USD") for n in range(5)]
+    b.load(engine, now=FIRST_LOAD)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, token, page_size=50) as api:
+        pull(api, target, fmt, resources=chosen("cost_entries"))
+    for n in range(120):
+        b.cost_entry(initiative, amount_cents=n, currency="USD")
+    b.load(engine, now=LATER)
+    for cost in costs:
+        give(engine, LATER + timedelta(days=1), "cost_entries", {"id": cost, "amount_cents": 1})
+    with Client(rotated_url, token, page_size=50) as api:
+        pull(api, target, fmt, resources=chosen("cost_entries"))
+    held = {row["id"]: row["amount_cents"] for row in stored(target, fmt, "cost_entries")}
+    assert len(held) == 125
+    assert [held[cost] for cost in costs] == [1] * 5
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_an_emptied_list_is_not_read_whole_for_another_account(
     base_url: str,

@@ -29,9 +29,11 @@ pipeline first loaded from another server) says nothing of the account, and the 
 on from `updated_since` with whatever account the token reads. So each list keeps, in its
 state, a few rows it loaded (id and `created_at`: the first rows it ever loaded and the first
 at its latest `updated_at`), and after such a refusal a page served from each of those
-moments must hold one of them, as loaded, before anything of the list is loaded
-(`UnprovenPipelineCopy` otherwise). A state of an earlier version, which keeps none, goes
-on as before, with the warning.
+moments must hold one of them, as loaded, before anything is loaded (`UnprovenPipelineCopy`
+otherwise). A list keeping none is told by another list's; one with no position (budgets,
+an empty list) asks a position another list keeps. A state of an earlier version keeps
+rows from its first run whose position is continued; until then a refused one goes on,
+with a warning.
 
 Pages become Arrow tables through `airoi.client.frames.rows_to_arrow`, as in `airoi pull`,
 so both have the same columns: nested objects flattened with `_` (`owner_id`,
@@ -42,7 +44,7 @@ timestamps and cents bigint.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Collection, Iterator, Mapping, MutableMapping
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, get_args
@@ -51,7 +53,14 @@ from airoi.client.client import Client, Page, sendable_token
 from airoi.client.column_types import COLUMNS
 from airoi.client.errors import AiroiError
 from airoi.client.frames import rows_to_arrow
-from airoi.client.walk import Walk, WalkState, epoch_us, later
+from airoi.client.walk import (
+    ANOTHER_ACCOUNTS_CURSOR,
+    AnotherAccountsCopy,
+    Walk,
+    WalkState,
+    epoch_us,
+    later,
+)
 from airoi.vocabulary import ServedList
 
 if TYPE_CHECKING:
@@ -80,29 +89,35 @@ DATE_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 PAGE_SIZE = 500
 EPOCH = "1970-01-01T00:00:00.000Z"
-# The rows a list keeps of each end it loaded, and the page it asks from each end to find
-# one of them again (as `airoi pull`'s account check).
+# The rows a list keeps of each end it loaded (as [id, created_at]), and the page it asks
+# from each end to find one of them again: larger, so that rows of that moment changed since
+# (gone later in the order) leave others of the moment in it.
 SAMPLE_ROWS = 100
+CHECK_PAGE = 500
 
 
 class UnprovenPipelineCopy(AiroiError):
     """A list's remembered position is none of the service's any more, and none of the rows
-    the pipeline keeps of it is served to the token as loaded: the token may read another
-    account than the one the pipeline holds."""
+    the pipeline keeps is served to the token as loaded: the token may read another account
+    than the one the pipeline holds."""
 
     def __init__(self, resource: str, refused: AiroiError) -> None:
         self.resource = resource
         super().__init__(
             refused.status,
             f"the pipeline's {resource} cannot be told to be this token's account's: the "
-            "service refused its remembered position as none of its own, and none of the "
-            f"{resource} rows it loaded is served to this token as loaded; none of {resource} "
-            "was loaded. If this token reads the pipeline's account, load it again from the "
-            'start (pipeline.run(source, refresh="drop_sources")); otherwise load it with a '
-            "pipeline and dataset of its own.",
+            "service refused its remembered position as none of its own, and none of the rows "
+            "the pipeline keeps to tell its account by is served to this token as loaded; "
+            "nothing was loaded. If this token reads the pipeline's account, load it again "
+            'from the start (pipeline.run(source, refresh="drop_sources")); otherwise load it '
+            "with a pipeline and dataset of its own.",
             refused.request_id,
             body=refused.body,
         )
+
+
+def _params(resource: str) -> dict[str, Any]:
+    return {"include_sample": True} if resource in WITH_SAMPLES else {}
 
 
 class Samples:
@@ -110,12 +125,21 @@ class Samples:
     by: the first `SAMPLE_ROWS` it ever loaded, and the first `SAMPLE_ROWS` at the latest
     `updated_at` it loaded, each as [id, created_at] with the moment they were served from.
     A page served from that moment begins with them (rows come in (updated_at, id) order),
-    unless they were changed or deleted since."""
+    unless they were changed or deleted since.
 
-    def __init__(self, saved: MutableMapping[str, Any]) -> None:
-        # A state of an earlier version has a position and no samples: it cannot be told.
+    A state of an earlier version has a position and no samples (`known` false): it keeps
+    them from the first row it is given, and the state holds none until then. `keep=False`
+    reads another list's state without writing it."""
+
+    def __init__(self, saved: MutableMapping[str, Any], *, keep: bool = True) -> None:
         self.known = "samples" in saved or "rows" not in saved
-        self.kept: dict[str, Any] = saved.setdefault("samples", {})
+        self.kept: dict[str, Any] = saved.get("samples", {})
+        self._saved = saved if keep else None
+        if keep and self.known:
+            saved["samples"] = self.kept
+
+    def any(self) -> bool:
+        return any(entries for _, entries in self.kept.values())
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
@@ -131,24 +155,74 @@ class Samples:
                 self.kept["last"] = [moment, [entry]]
             elif last[0] == moment and len(last[1]) < SAMPLE_ROWS and entry not in last[1]:
                 last[1].append(entry)
+        if self._saved is not None and self.kept:
+            self._saved["samples"] = self.kept
 
-    def served(self, api: Client, resource: str, params: dict[str, Any]) -> bool:
+    def seed(self, api: Client, resource: str, since: str | None) -> None:
+        """For a state of an earlier version whose position the service continued (so the
+        token reads its account): keep the rows served from its latest stamp, rows it
+        loaded or newer ones of the same account. One request, once."""
+        if self.known or self.any() or since is None:
+            return
+        rows = api.rows(resource, **_params(resource), updated_since=since, limit=SAMPLE_ROWS)
+        self.add(next(rows.pages()).data)
+
+    def served(self, api: Client, resource: str) -> bool:
         """Whether a page served to the token from either end holds a kept row with the
-        same id and created_at; true when nothing is kept (no row of the list loaded)."""
+        same id and created_at."""
         ends: dict[str, list[Any]] = {}
-        for end in ("first", "last"):
-            if end in self.kept:
-                moment, entries = self.kept[end]
-                ends.setdefault(moment, []).extend(entries)
-        if not any(ends.values()):
-            return True
+        for moment, entries in self.kept.values():
+            ends.setdefault(moment, []).extend(entries)
         for moment, entries in ends.items():
-            rows = api.rows(resource, **params, updated_since=moment, limit=SAMPLE_ROWS)
+            rows = api.rows(resource, **_params(resource), updated_since=moment, limit=CHECK_PAGE)
             page = next(rows.pages())
             served = {(row.get("id"), epoch_us(row.get("created_at"))) for row in page.data}
             if any((row_id, epoch_us(created)) in served for row_id, created in entries):
                 return True
         return False
+
+
+def _account_told(
+    api: Client, resource: str, states: Mapping[str, Any], untold: Collection[str] = ()
+) -> bool | None:
+    """After `resource`'s position was refused as none of the service's: whether the token
+    reads the pipeline's account, by the rows `resource` keeps or, keeping none, by another
+    list's (as `airoi pull` tells a list it holds no row of), not one of `untold` (lists
+    that went on untold this run: what they keep now tells nothing). True when no list
+    keeps any (nothing loaded to mix with); None when only a state of an earlier version
+    could tell."""
+    own = Samples(states.get(resource, {}), keep=False)
+    if own.any():
+        return own.served(api, resource)
+    for other in INCREMENTAL:
+        kept = Samples(states.get(other, {}), keep=False)
+        if other != resource and other not in untold and kept.any():
+            return kept.served(api, other)
+    if not own.known:
+        return None
+    return True
+
+
+def _told_by_a_position(api: Client, name: str, states: Mapping[str, Any]) -> None:
+    """A list with no position of its own (budgets, which have none; one never loaded, or
+    loaded empty) asks one another list keeps (a page of one row), so that it is not loaded
+    for another account than the lists' beside it, picked alone or not. Raises as a
+    refused walk would."""
+    for resource in INCREMENTAL:
+        cursor = (states.get(resource, {}).get("rows") or {}).get("cursor")
+        if resource != name and cursor:
+            break
+    else:
+        return  # no list remembers a position: nothing loaded to mix with
+    try:
+        next(api.rows(resource, **_params(resource), limit=1).pages(cursor=cursor))
+    except AiroiError as exc:
+        if exc.status != 400:
+            raise
+        if exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
+            raise AnotherAccountsCopy(name, exc) from None
+        if _account_told(api, resource, states) is False:  # None: only an earlier state
+            raise UnprovenPipelineCopy(name, exc) from None
 
 
 def api_datetime(value: datetime | str) -> str:
@@ -254,13 +328,17 @@ def airoi_source(
 
     token = sendable_token(token)
     first = WalkState(None, api_datetime(start))
+    untold: set[str] = set()  # lists that went on without their account told (earlier state)
 
     def changed(resource: str) -> Iterator[pyarrow.Table]:
         saved = dlt.current.resource_state(resource)
-        params = {"include_sample": True} if resource in WITH_SAMPLES else {}
+        states = dlt.current.source_state().get("resources", {})
         samples = Samples(saved)
         with Client(base_url, token, page_size=page_size) as api:
-            rows = _walk(api, resource, params, saved, "rows", first, "updated_at", samples)
+            if not (saved.get("rows") or {}).get("cursor"):
+                _told_by_a_position(api, resource, states)
+            told = (samples, states, untold)
+            rows = _walk(api, resource, _params(resource), saved, "rows", first, "updated_at", told)
             for page in rows:
                 if page.data:
                     samples.add(page.data)
@@ -272,6 +350,7 @@ def airoi_source(
 
     def budgets() -> Iterator[pyarrow.Table]:
         with Client(base_url, token, page_size=page_size) as api:
+            _told_by_a_position(api, "budgets", dlt.current.source_state().get("resources", {}))
             for row_page in api.budgets(include_sample=True).pages():
                 if row_page.data:
                     yield _keyed(rows_to_arrow(row_page.data, "budgets"), "initiative_id")
@@ -309,22 +388,28 @@ def _walk(
     key: str,
     first: WalkState,
     stamp: str,
-    samples: Samples | None = None,
+    told: tuple[Samples, Mapping[str, Any], set[str]] | None = None,
 ) -> Iterator[Page]:
     """The pages of a list from the state `saved[key]` (dlt's resource state), or `first`;
-    the state after each page is kept there (dlt commits it with the load). A position
-    refused as none of the service's goes on only once `samples` tell the account."""
+    the state after each page is kept there (dlt commits it with the load). Given the list's
+    samples, the states of the source's lists and the lists gone on untold this run, a
+    position refused as none of the service's goes on only once kept rows tell the account
+    (`_account_told`)."""
     kept = saved.get(key)
     walk = Walk(api, resource, params, WalkState(**kept) if kept else first, stamp=stamp)
     pages = walk.open()
-    if walk.refused is not None and samples is not None and walk.start == "updated_since":
-        if not samples.known:
+    if told is not None and walk.start == "cursor":
+        told[0].seed(api, resource, walk.state.updated_since)
+    if told is not None and walk.refused is not None and walk.start == "updated_since":
+        account = _account_told(api, resource, told[1], told[2])
+        if account is None:
+            told[2].add(resource)
             log.warning(
                 "%s: this pipeline was loaded by an earlier version, which kept no rows to "
                 "tell its account by; going on as this token's account's",
                 resource,
             )
-        elif not samples.served(api, resource, params):
+        elif not account:
             raise UnprovenPipelineCopy(resource, walk.refused)
     if walk.refused is not None:
         log.warning(

@@ -107,9 +107,10 @@ def read_ahead(pages: Iterator[T]) -> Generator[T, None, None]:
 
 
 # The rows of a list asked for at each end of the copy's (by `updated_at`), to find rows the
-# copy holds among them, when no position can tell the copy's account (AccountCheck); and the
+# copy holds among them, when no position can tell the copy's account (AccountCheck): the
+# largest page, so that rows of that moment changed since leave others of it there; and the
 # budget rows of the copy looked for.
-PROOF_PAGE = 100
+PROOF_PAGE = 500
 PROOF_ROWS = 5
 
 
