@@ -32,7 +32,7 @@ from airoi.client.pull import pull
 from airoi.client.walk import AnotherAccountsCopy
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, LATER, Account, raw_walk
-from tests.client.test_pull import other_account
+from tests.client.test_pull import delete, other_account
 
 RESOURCES = (*INCREMENTAL, "budgets")
 DATASET = "airoi"
@@ -469,6 +469,46 @@ def test_rows_of_one_moment_changed_since_do_not_stop_the_pipelines_own_token(
             row["amount_cents"] += 1
     account.load(engine, THEN[0])
     pipeline.run(airoi_source(rotated_url, account.token, page_size=500))
+    assert_destination_equals_api(pipeline, rotated_url, account.token)
+
+
+def test_a_position_refused_where_nothing_is_served_is_kept_to_be_told_again(
+    pipeline: dlt.Pipeline, base_url: str, rotated_url: str, account: Account, engine: Engine
+) -> None:
+    # Review: the rows at a list's latest stamp deleted, then the secret changed: the walk
+    # asked again from that stamp, nothing was served, and the state kept the stamp with
+    # no cursor. No later run was refused, so none told its account: another store's (or
+    # account's) rows under the pipeline's ids went in. The refused cursor is kept.
+    initiative = account.builder.initiative(account.account_id, title="Short-lived")
+    cost = account.builder.cost_entry(initiative, amount_cents=5, currency="USD")
+    account.load(engine, LATER)
+    run(pipeline, base_url, account.token)
+    delete(engine, THEN[0], cost_entries=[cost], initiatives=[initiative])
+    run(pipeline, base_url, account.token)
+    run(pipeline, rotated_url, account.token)  # the pipeline's own token: goes on
+    with pipeline.managed_state() as state:
+        resources = state["sources"]["airoi"]["resources"]  # type: ignore[typeddict-item]
+        cursors = {name: resources[name]["rows"]["cursor"] for name in INCREMENTAL}
+    assert all(cursors.values()), cursors
+    before = _destination(pipeline)
+    their_token = other_account(engine, with_costs=True)
+    theirs = airoi_source(rotated_url, their_token, page_size=2)
+    refused = _refused_with(pipeline, theirs, UnprovenPipelineCopy)
+    assert refused.resource == "initiatives"  # told by its rows, before any tombstone
+    assert _destination(pipeline) == before
+    assert_destination_equals_api(pipeline, rotated_url, account.token)
+
+
+def test_an_emptied_list_does_not_stop_the_pipelines_own_token(
+    pipeline: dlt.Pipeline, base_url: str, rotated_url: str, account: Account, engine: Engine
+) -> None:
+    # Review: every value entry deleted (the rows the list keeps gone), then the secret
+    # changed: the list's own rows tell nothing, and another list's tell the account.
+    run(pipeline, base_url, account.token)
+    values = [row["id"] for row in account.builder.data["value_entries"]]
+    delete(engine, THEN[0], value_entries=values)
+    run(pipeline, base_url, account.token)
+    run(pipeline, rotated_url, account.token)
     assert_destination_equals_api(pipeline, rotated_url, account.token)
 
 

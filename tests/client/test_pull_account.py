@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 
 from airoi.client import Client
 from airoi.client.pull import pull
-from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
+from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format, Store
 from airoi.client.walk import AnotherAccountsCopy, TwoAccountsCopy, UnprovenAccountCopy
 from airoi.settings import Settings
 from tests.client.conftest import FIRST_LOAD, LATER, TODAY, Account, build_account
@@ -456,6 +456,44 @@ def test_rows_changed_behind_many_new_ones_do_not_stop_the_copys_own_token(
     held = {row["id"]: row["amount_cents"] for row in stored(target, fmt, "cost_entries")}
     assert len(held) == 125
     assert [held[cost] for cost in costs] == [1] * 5
+
+
+@pytest.mark.parametrize("fmt", ["duckdb", "csv"])
+def test_a_position_refused_where_nothing_is_served_is_kept_to_be_told_again(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # Review: the rows at the copy's latest stamp of a list deleted, then the secret
+    # changed: asked again from that stamp, nothing was served, and the copy recorded the
+    # stamp with no cursor. No later pull was refused, so none told the account. The
+    # refused cursor is kept: the next pull is refused again, and told again.
+    initiative = account.builder.initiative(account.account_id, title="Short-lived")
+    account.load(engine, LATER)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("initiatives"))
+    delete(engine, LATER + timedelta(days=1), initiatives=[initiative])
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("initiatives"))
+    with Client(rotated_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("initiatives"))
+    store = Store(target, fmt)
+    try:
+        assert store.state("initiatives").cursor is not None
+    finally:
+        store.close()
+    before = stored(target, fmt, "initiatives")
+    their_token = other_account(engine, with_costs=True)
+    with (
+        Client(rotated_url, their_token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy),
+    ):
+        pull(api, target, fmt, resources=chosen("initiatives"))
+    assert stored(target, fmt, "initiatives") == before
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

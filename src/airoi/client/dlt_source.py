@@ -186,19 +186,22 @@ def _account_told(
     api: Client, resource: str, states: Mapping[str, Any], untold: Collection[str] = ()
 ) -> bool | None:
     """After `resource`'s position was refused as none of the service's: whether the token
-    reads the pipeline's account, by the rows `resource` keeps or, keeping none, by another
-    list's (as `airoi pull` tells a list it holds no row of), not one of `untold` (lists
-    that went on untold this run: what they keep now tells nothing). True when no list
+    reads the pipeline's account, by a row a list keeps (`resource`'s first, then the
+    others', as `airoi pull` tells a list it holds no row of) served to it as loaded. Lists
+    in `untold` went on untold this run: what they keep now tells nothing. True when no list
     keeps any (nothing loaded to mix with); None when only a state of an earlier version
     could tell."""
-    own = Samples(states.get(resource, {}), keep=False)
-    if own.any():
-        return own.served(api, resource)
-    for other in INCREMENTAL:
-        kept = Samples(states.get(other, {}), keep=False)
-        if other != resource and other not in untold and kept.any():
-            return kept.served(api, other)
-    if not own.known:
+    asked = False
+    for name in (resource, *(other for other in INCREMENTAL if other != resource)):
+        kept = Samples(states.get(name, {}), keep=False)
+        if name in untold or not kept.any():
+            continue
+        if kept.served(api, name):
+            return True  # rows of one list deleted or changed since do not stop the others
+        asked = True
+    if asked:
+        return False
+    if not Samples(states.get(resource, {}), keep=False).known:
         return None
     return True
 
@@ -329,14 +332,16 @@ def airoi_source(
     token = sendable_token(token)
     first = WalkState(None, api_datetime(start))
     untold: set[str] = set()  # lists that went on without their account told (earlier state)
+    told_by_a_position: list[str] = []  # asked once a run (`_told_by_a_position`)
 
     def changed(resource: str) -> Iterator[pyarrow.Table]:
         saved = dlt.current.resource_state(resource)
         states = dlt.current.source_state().get("resources", {})
         samples = Samples(saved)
         with Client(base_url, token, page_size=page_size) as api:
-            if not (saved.get("rows") or {}).get("cursor"):
+            if not (saved.get("rows") or {}).get("cursor") and not told_by_a_position:
                 _told_by_a_position(api, resource, states)
+                told_by_a_position.append(resource)
             told = (samples, states, untold)
             rows = _walk(api, resource, _params(resource), saved, "rows", first, "updated_at", told)
             for page in rows:
@@ -350,7 +355,9 @@ def airoi_source(
 
     def budgets() -> Iterator[pyarrow.Table]:
         with Client(base_url, token, page_size=page_size) as api:
-            _told_by_a_position(api, "budgets", dlt.current.source_state().get("resources", {}))
+            if not told_by_a_position:
+                _told_by_a_position(api, "budgets", dlt.current.source_state().get("resources", {}))
+                told_by_a_position.append("budgets")
             for row_page in api.budgets(include_sample=True).pages():
                 if row_page.data:
                     yield _keyed(rows_to_arrow(row_page.data, "budgets"), "initiative_id")

@@ -171,6 +171,7 @@ class Walk:
         self.state = state
         self.stamp = stamp
         self.refused: AiroiError | None = None
+        self._given_up: str | None = None  # the remembered cursor the service refused
         self.start: Start = "cursor" if state.cursor is not None else self._without_cursor()
 
     def _without_cursor(self) -> Start:
@@ -189,6 +190,7 @@ class Walk:
                 # The cursor is refused (not issued by this service, or not with its current
                 # secret). Were it another parameter, the request below fails the same way.
                 self.refused = exc
+                self._given_up = self.state.cursor
                 self.state = WalkState(None, self.state.updated_since)
                 self.start = self._without_cursor()
             else:
@@ -203,5 +205,12 @@ class Walk:
         yield from self.open()
 
     def advance(self, page: Page) -> WalkState:
-        self.state = self.state.after(page, self.stamp)
-        return self.state
+        state = self.state.after(page, self.stamp)
+        if state.cursor is None and self._given_up is not None:
+            # Asked again from updated_since, nothing served there (its rows deleted since):
+            # no cursor to keep. The refused one is kept, so the next walk is refused again
+            # and its account told again; a stamp alone would go on from there unasked
+            # (with another server's rows, under the copy's ids).
+            state = WalkState(self._given_up, state.updated_since)
+        self.state = state
+        return state
