@@ -499,6 +499,26 @@ def test_a_position_refused_where_nothing_is_served_is_kept_to_be_told_again(
     assert_destination_equals_api(pipeline, rotated_url, account.token)
 
 
+def test_deletions_after_the_secret_changed_do_not_stop_the_pipelines_own_token(
+    pipeline: dlt.Pipeline, base_url: str, rotated_url: str, account: Account, engine: Engine
+) -> None:
+    # Review: the newest value entry deleted, the secret changed (the refused cursor kept:
+    # nothing is served from its stamp), then every value entry deleted. The list's own
+    # rows are gone; the other lists' tell the account, and the deletions are applied.
+    newest = account.builder.value_entry(
+        account.initiatives[0], amount_cents=9, currency="USD", status="approved"
+    )
+    account.load(engine, LATER)
+    run(pipeline, base_url, account.token)
+    delete(engine, THEN[0], value_entries=[newest])
+    run(pipeline, rotated_url, account.token)
+    rest = [row["id"] for row in account.builder.data["value_entries"] if row["id"] != newest]
+    delete(engine, THEN[1], value_entries=rest)
+    for _ in range(2):
+        run(pipeline, rotated_url, account.token)
+    assert_destination_equals_api(pipeline, rotated_url, account.token)
+
+
 def test_an_emptied_list_does_not_stop_the_pipelines_own_token(
     pipeline: dlt.Pipeline, base_url: str, rotated_url: str, account: Account, engine: Engine
 ) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 
 from airoi.client import Client
 from airoi.client.pull import pull
-from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format, Store
+from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
 from airoi.client.walk import AnotherAccountsCopy, TwoAccountsCopy, UnprovenAccountCopy
 from airoi.settings import Settings
 from tests.client.conftest import FIRST_LOAD, LATER, TODAY, Account, build_account
@@ -459,7 +459,7 @@ def test_rows_changed_behind_many_new_ones_do_not_stop_the_copys_own_token(
 
 
 @pytest.mark.parametrize("fmt", ["duckdb", "csv"])
-def test_a_position_refused_where_nothing_is_served_is_kept_to_be_told_again(
+def test_deletions_after_the_secret_changed_do_not_stop_the_copys_own_token(
     base_url: str,
     rotated_url: str,
     account: Account,
@@ -467,33 +467,28 @@ def test_a_position_refused_where_nothing_is_served_is_kept_to_be_told_again(
     tmp_path: Path,
     fmt: Format,
 ) -> None:
-    # Review: the rows at the copy's latest stamp of a list deleted, then the secret
-    # changed: asked again from that stamp, nothing was served, and the copy recorded the
-    # stamp with no cursor. No later pull was refused, so none told the account. The
-    # refused cursor is kept: the next pull is refused again, and told again.
-    initiative = account.builder.initiative(account.account_id, title="Short-lived")
+    # Review: the copy's newest value entry deleted, the secret changed (the refused
+    # position asked again from its stamp, where nothing is served), then the other value
+    # entries deleted. Keeping the refused cursor (as the dlt source does) refused the
+    # copy's own token on every run: its rows of the list are all gone, and the deletions
+    # were never read. A pull goes on from the stamp, and the copy equals the service.
+    newest = account.builder.value_entry(
+        account.initiatives[0], amount_cents=9, currency="USD", status="approved"
+    )
     account.load(engine, LATER)
     target = target_for(tmp_path, fmt)
     with Client(base_url, account.token, page_size=2) as api:
-        pull(api, target, fmt, resources=chosen("initiatives"))
-    delete(engine, LATER + timedelta(days=1), initiatives=[initiative])
-    with Client(base_url, account.token, page_size=2) as api:
-        pull(api, target, fmt, resources=chosen("initiatives"))
+        pull(api, target, fmt)
+    delete(engine, LATER + timedelta(days=1), value_entries=[newest])
     with Client(rotated_url, account.token, page_size=2) as api:
-        pull(api, target, fmt, resources=chosen("initiatives"))
-    store = Store(target, fmt)
-    try:
-        assert store.state("initiatives").cursor is not None
-    finally:
-        store.close()
-    before = stored(target, fmt, "initiatives")
-    their_token = other_account(engine, with_costs=True)
-    with (
-        Client(rotated_url, their_token, page_size=2) as api,
-        pytest.raises(UnprovenAccountCopy),
-    ):
-        pull(api, target, fmt, resources=chosen("initiatives"))
-    assert stored(target, fmt, "initiatives") == before
+        pull(api, target, fmt)
+    rest = [row["id"] for row in account.builder.data["value_entries"] if row["id"] != newest]
+    delete(engine, LATER + timedelta(days=2), value_entries=rest)
+    for _ in range(2):
+        with Client(rotated_url, account.token, page_size=2) as api:
+            pull(api, target, fmt)
+    assert stored(target, fmt, "value_entries") == []
+    assert_store_equals_service(target, fmt, rotated_url, account.token)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

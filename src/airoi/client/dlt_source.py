@@ -403,7 +403,8 @@ def _walk(
     position refused as none of the service's goes on only once kept rows tell the account
     (`_account_told`)."""
     kept = saved.get(key)
-    walk = Walk(api, resource, params, WalkState(**kept) if kept else first, stamp=stamp)
+    state = WalkState(**kept) if kept else first
+    walk = Walk(api, resource, params, state, stamp=stamp, keep_refused=told is not None)
     pages = walk.open()
     if told is not None and walk.start == "cursor":
         told[0].seed(api, resource, walk.state.updated_since)

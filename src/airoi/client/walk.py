@@ -164,8 +164,10 @@ class Walk:
         state: WalkState,
         *,
         stamp: str = "updated_at",
+        keep_refused: bool = False,
     ) -> None:
         self.client = client
+        self.keep_refused = keep_refused
         self.resource = resource
         self.params = dict(params)
         self.state = state
@@ -206,11 +208,14 @@ class Walk:
 
     def advance(self, page: Page) -> WalkState:
         state = self.state.after(page, self.stamp)
-        if state.cursor is None and self._given_up is not None:
+        if state.cursor is None and self._given_up is not None and self.keep_refused:
             # Asked again from updated_since, nothing served there (its rows deleted since):
-            # no cursor to keep. The refused one is kept, so the next walk is refused again
-            # and its account told again; a stamp alone would go on from there unasked
-            # (with another server's rows, under the copy's ids).
+            # no cursor to keep. With `keep_refused` the refused one is kept, so the next
+            # walk is refused again and its account told again; a stamp alone goes on from
+            # there unasked (with another server's rows, under the copy's ids). The dlt
+            # source keeps it: any list's kept rows tell its account. `airoi pull` does not:
+            # each list is told by its own rows, and a list whose rows were all deleted
+            # since would be refused on every run.
             state = WalkState(self._given_up, state.updated_since)
         self.state = state
         return state
