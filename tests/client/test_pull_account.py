@@ -398,6 +398,22 @@ def test_the_copys_latest_rows_deleted_do_not_stop_its_own_token(
     assert sorted(row["id"] for row in stored(target, fmt, "initiatives")) == made[:7]
 
 
+def costs_copied(
+    engine: Engine, base_url: str, target: Path, fmt: Format, entries: int
+) -> tuple[BundleBuilder, str, int, list[int]]:
+    """An account of one initiative with `entries` cost entries of one load, its cost
+    entries pulled into `target`: its builder, token, initiative and entry ids."""
+    b = BundleBuilder(first_id=9500)
+    acct = b.account(name="Costs")
+    token = b.token(b.user(acct, role="owner"), secret="airoi_costs-" + "c" * 38)
+    initiative = b.initiative(acct, title="One")
+    costs = [b.cost_entry(initiative, amount_cents=100 + n, currency="USD") for n in range(entries)]
+    b.load(engine, now=FIRST_LOAD)
+    with Client(base_url, token, page_size=50) as api:
+        pull(api, target, fmt, resources=chosen("cost_entries"))
+    return b, token, initiative, costs
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("change", ["deleted", "corrected"])
 def test_rows_of_one_moment_changed_since_do_not_stop_the_copys_own_token(
@@ -407,15 +423,8 @@ def test_rows_of_one_moment_changed_since_do_not_stop_the_copys_own_token(
     # the lowest ids deleted or corrected since: the check looked for those five only (the
     # ends of the copy by updated_at were the same rows), or on a page of 100 rows that the
     # unchanged ones filled, and refused the copy's own token.
-    b = BundleBuilder(first_id=9500)
-    acct = b.account(name="Moment")
-    token = b.token(b.user(acct, role="owner"), secret="airoi_moment-" + "m" * 37)
-    initiative = b.initiative(acct, title="One")
-    costs = [b.cost_entry(initiative, amount_cents=100 + n, currency="USD") for n in range(105)]
-    b.load(engine, now=FIRST_LOAD)
     target = target_for(tmp_path, fmt)
-    with Client(base_url, token, page_size=50) as api:
-        pull(api, target, fmt, resources=chosen("cost_entries"))
+    _, token, _, costs = costs_copied(engine, base_url, target, fmt, 105)
     if change == "deleted":
         delete(engine, LATER, cost_entries=costs[:5])
     else:
@@ -437,15 +446,8 @@ def test_rows_changed_behind_many_new_ones_do_not_stop_the_copys_own_token(
     # Review: a copy of five entries; since, 120 entries added and the five corrected. A
     # page of 100 from the copy's moment held new rows only (the five come after them), and
     # the copy's own token was refused. The page asked is the largest (500).
-    b = BundleBuilder(first_id=9700)
-    acct = b.account(name="Behind")
-    token = b.token(b.user(acct, role="owner"), secret="airoi_behind-" + "b" * 37)
-    initiative = b.initiative(acct, title="One")
-    costs = [b.cost_entry(initiative, amount_cents=100 + n, currency="USD") for n in range(5)]
-    b.load(engine, now=FIRST_LOAD)
+    b, token, initiative, costs = costs_copied(engine, base_url, target_for(tmp_path, fmt), fmt, 5)
     target = target_for(tmp_path, fmt)
-    with Client(base_url, token, page_size=50) as api:
-        pull(api, target, fmt, resources=chosen("cost_entries"))
     for n in range(120):
         b.cost_entry(initiative, amount_cents=n, currency="USD")
     b.load(engine, now=LATER)
