@@ -60,6 +60,7 @@ from airoi.client.walk import (
     WalkState,
     epoch_us,
     later,
+    served_from,
 )
 from airoi.vocabulary import ServedList
 
@@ -89,11 +90,9 @@ DATE_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 PAGE_SIZE = 500
 EPOCH = "1970-01-01T00:00:00.000Z"
-# The rows a list keeps of each end it loaded (as [id, created_at]), and the page it asks
-# from each end to find one of them again: larger, so that rows of that moment changed since
-# (gone later in the order) leave others of the moment in it.
+# The rows a list keeps of each end it loaded (as [id, created_at]), to find one of them
+# again among a page served from that end (`served_from`).
 SAMPLE_ROWS = 100
-CHECK_PAGE = 500
 
 
 class UnprovenPipelineCopy(AiroiError):
@@ -174,9 +173,7 @@ class Samples:
         for moment, entries in self.kept.values():
             ends.setdefault(moment, []).extend(entries)
         for moment, entries in ends.items():
-            rows = api.rows(resource, **_params(resource), updated_since=moment, limit=CHECK_PAGE)
-            page = next(rows.pages())
-            served = {(row.get("id"), epoch_us(row.get("created_at"))) for row in page.data}
+            served = served_from(api, resource, _params(resource), moment)
             if any((row_id, epoch_us(created)) in served for row_id, created in entries):
                 return True
         return False

@@ -59,7 +59,7 @@ from airoi.client.walk import (
     UnprovenAccountCopy,
     Walk,
     WalkState,
-    epoch_us,
+    served_from,
 )
 
 T = TypeVar("T")
@@ -106,11 +106,7 @@ def read_ahead(pages: Iterator[T]) -> Generator[T, None, None]:
     fetcher.shutdown()
 
 
-# The rows of a list asked for at each end of the copy's (by `updated_at`), to find rows the
-# copy holds among them, when no position can tell the copy's account (AccountCheck): the
-# largest page, so that rows of that moment changed since leave others of it there; and the
-# budget rows of the copy looked for.
-PROOF_PAGE = 500
+# The budget rows of the copy looked for, when no position can tell its account.
 PROOF_ROWS = 5
 
 
@@ -181,15 +177,7 @@ class AccountCheck:
             moments = {min(firsts), max(lasts)}
         for moment in sorted(moments):
             since = EPOCH + timedelta(microseconds=moment)  # the client writes milliseconds
-            rows = self.client.rows(
-                resource.name, **resource.params, updated_since=since, limit=PROOF_PAGE
-            )
-            page = next(rows.pages())
-            served = {
-                (row["id"], epoch_us(row.get("created_at")))
-                for row in page.data
-                if isinstance(row.get("id"), int)
-            }
+            served = served_from(self.client, resource.name, resource.params, since)
             if not served:
                 continue
             ids = sorted({row_id for row_id, _ in served})

@@ -113,6 +113,25 @@ def epoch_us(stamp: Any) -> int | None:
     return (moment - EPOCH) // timedelta(microseconds=1)
 
 
+# The rows asked from a moment to find there rows a copy holds (`served_from`): the largest
+# page, so that rows of that moment changed since (gone later in the order) leave others.
+PROOF_PAGE = 500
+
+
+def served_from(
+    client: Client, resource: str, params: Mapping[str, Any], since: datetime | str
+) -> set[tuple[int, int | None]]:
+    """The rows a page served to the token from `since` holds, as (id, created_at in
+    microseconds): what the account checks of `airoi pull` and the dlt source look for the
+    copy's own rows among (SEMANTICS R13)."""
+    page = next(client.rows(resource, **params, updated_since=since, limit=PROOF_PAGE).pages())
+    return {
+        (row["id"], epoch_us(row.get("created_at")))
+        for row in page.data
+        if isinstance(row.get("id"), int)
+    }
+
+
 def later(current: str | None, candidate: str | None) -> str | None:
     """The later of two API datetimes (either may be None)."""
     if candidate is None:
