@@ -530,3 +530,70 @@ def stored_after(base_url: str, token: str, target: Path, fmt: Format) -> list[d
     with Client(base_url, token, page_size=2) as api:
         pull(api, target, fmt)
     return stored(target, fmt, "integrations")
+
+
+@pytest.mark.parametrize("fmt", ["duckdb", "csv"])
+def test_a_list_emptied_as_the_secret_changed_does_not_stop_the_copys_own_token(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # Review: every value entry of the copy deleted, then the secret changed. The refused
+    # position was told by the list's own rows, of which the service serves none any more:
+    # the copy's own token was refused on every run until --full-refresh.
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+    ours = [row["id"] for row in account.builder.data["value_entries"]]
+    delete(engine, LATER + timedelta(days=1), value_entries=ours)
+    for _ in range(2):
+        with Client(rotated_url, account.token, page_size=2) as api:
+            pull(api, target, fmt)
+    assert stored(target, fmt, "value_entries") == []
+    assert_store_equals_service(target, fmt, rotated_url, account.token)
+
+
+@pytest.mark.parametrize("fmt", ["duckdb", "csv"])
+def test_tombstones_alone_do_not_tell_a_copy_from_another_store(
+    tmp_path: Path, fmt: Format
+) -> None:
+    # SEMANTICS R13, R34: the copy's value entries, of one store; the other store (same key,
+    # the same ids made at another time) deleted its own. Its tombstones name the copy's ids,
+    # but ids alone may be another store's: with no other list of the copy to tell the
+    # account by its rows, the copy is refused and left as it was.
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    servers, tokens = [], []
+    for name, when in (("one.db", FIRST_LOAD), ("two.db", LATER)):
+        url = f"sqlite:///{tmp_path / name}"
+        engine = make_engine(url)
+        upgrade(engine)
+        account = build_account(engine, when)
+        if name == "two.db":
+            ours = [row["id"] for row in account.builder.data["value_entries"]]
+            delete(engine, LATER + timedelta(days=1), value_entries=ours)
+        engine.dispose()
+        tokens.append(account.token)
+        settings = Settings(
+            database_url=url, today=TODAY, rate_limit="1000000/minute", secret_key=b"k" * 32
+        )
+        servers.append(RunningServer(settings))
+    try:
+        target = target_for(tmp_path, fmt)
+        with Client(f"{servers[0].base_url}/api/v1", tokens[0], page_size=2) as api:
+            pull(api, target, fmt, resources=chosen("value_entries"))
+        before = stored(target, fmt, "value_entries")
+        assert before
+        with (
+            Client(f"{servers[1].base_url}/api/v1", tokens[1], page_size=2) as api,
+            pytest.raises(UnprovenAccountCopy, match="value_entries"),
+        ):
+            pull(api, target, fmt, resources=chosen("value_entries"))
+        assert stored(target, fmt, "value_entries") == before
+    finally:
+        for server in servers:
+            server.stop()

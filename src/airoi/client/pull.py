@@ -53,6 +53,7 @@ from airoi.client.store import (
 from airoi.client.walk import (
     ANOTHER_ACCOUNTS_CURSOR,
     EPOCH,
+    PROOF_PAGE,
     AnotherAccountsCopy,
     Start,
     TwoAccountsCopy,
@@ -119,9 +120,12 @@ class AccountCheck:
     account the token reads. Then, before any of it is written, the list's own rows must tell
     it: a page served to the token from the copy's earliest `updated_at` of the list, or from
     its latest, must hold a row the copy holds, with the same id and `created_at`. A list the
-    copy holds no row of tells nothing: it is read whole, once another list told the copy's
-    account (or the copy holds no row at all). Each list is told on its own, as a copy cut
-    off while it was started over holds two accounts.
+    service serves nothing of from there (every row the copy holds deleted since) is told by
+    its tombstones: one must name a row the copy holds, and another list must tell the
+    account by its rows (ids alone may be another store's). A list the copy holds no row of
+    tells nothing: it is read whole, once another list told the copy's account (or the copy
+    holds no row at all). Each list is told on its own, as a copy cut off while it was
+    started over holds two accounts.
     """
 
     def __init__(self, client: Client, store: Store) -> None:
@@ -131,6 +135,8 @@ class AccountCheck:
         self.taken: list[str] = []
         # The copy's own account position (`_account`) was refused: one is taken again.
         self.witness_refused = False
+        # The lists the service served nothing of from the copy's earliest stamp of them.
+        self.emptied: set[str] = set()
 
     def holds(self, name: str) -> bool:
         """Whether the copy holds a row of `name`."""
@@ -141,11 +147,10 @@ class AccountCheck:
         copy's rows of it are served to the token (UnprovenAccountCopy otherwise)."""
         if resource.name in self.taken:
             return
-        served = (
-            self._budgets_served(resource)
-            if not resource.incremental
-            else self._rows_served(resource)
-        )
+        if not resource.incremental:
+            served = self._budgets_served(resource)
+        else:
+            served = self._rows_served(resource) or self._rows_deleted(resource)
         if not served:
             raise UnprovenAccountCopy(resource.name, refusal, self.taken)
         self.taken.append(resource.name)
@@ -179,10 +184,44 @@ class AccountCheck:
             since = EPOCH + timedelta(microseconds=moment)  # the client writes milliseconds
             served = served_from(self.client, resource.name, resource.params, since)
             if not served:
-                continue
+                # Nothing from the earliest: nothing from the latest either.
+                self.emptied.add(resource.name)
+                return False
             ids = sorted({row_id for row_id, _ in served})
             held = self.store.held(resource.name, ["id", created], len(ids), None, ids=ids)
             if any((row[0], row[1]) in served for row in held):
+                return True
+        return False
+
+    def _rows_deleted(self, resource: Resource) -> bool:
+        """Whether the service, serving the token none of the list from the copy's earliest
+        stamp of it, serves a tombstone of the list naming a row the copy holds (a page from
+        the copy's latest stamp of it: a row's tombstone comes after its last change), and
+        another list of the copy tells the account by its own rows."""
+        if resource.name not in self.emptied:
+            return False
+        updated = "epoch_us(TRY_CAST(updated_at AS TIMESTAMPTZ))"
+        lasts = [row[0] for row in self.store.held(resource.name, [f"max({updated})"], 2, None)]
+        if not any(last is not None for last in lasts):
+            return False
+        since = EPOCH + timedelta(microseconds=max(last for last in lasts if last is not None))
+        tombstones = self.client.rows(
+            DELETIONS, resource=resource.name, updated_since=since, limit=PROOF_PAGE
+        )
+        ids = sorted({row["id"] for row in next(tombstones.pages()).data})
+        if not ids or not self.store.held(resource.name, ["id"], 1, None, ids=ids):
+            return False
+        return self._told_by_another(resource)
+
+    def _told_by_another(self, resource: Resource) -> bool:
+        """Whether a list of the copy other than `resource` was, or now is, told the token's
+        account by its own rows."""
+        if any(name != resource.name for name in self.taken):
+            return True
+        others = (r for r in RESOURCES if r.incremental and r.name != resource.name)
+        for other in others:
+            if self.holds(other.name) and self._rows_served(other):
+                self.taken.append(other.name)
                 return True
         return False
 
