@@ -597,3 +597,57 @@ def test_tombstones_alone_do_not_tell_a_copy_from_another_store(
     finally:
         for server in servers:
             server.stop()
+
+
+@pytest.mark.parametrize("fmt", ["duckdb", "csv"])
+def test_a_list_known_by_its_stamp_alone_is_told_before_another_stores_rows_go_in(
+    base_url: str,
+    rotated_url: str,
+    account: Account,
+    engine: Engine,
+    tmp_path: Path,
+    fmt: Format,
+) -> None:
+    # SEMANTICS R13: the copy's newest value entry deleted, then the secret changed: asked
+    # again from its stamp, the list was served nothing and kept the stamp alone. Pulled
+    # later from another store (same key, the same ids made at another time), the list went
+    # on from that stamp unasked and the other store's rows went in under the copy's ids;
+    # /deletions' refused position stopped the run only after. Refused before anything is
+    # written now.
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    newest = account.builder.value_entry(
+        account.initiatives[0], amount_cents=9, currency="USD", status="approved"
+    )
+    account.load(engine, LATER)
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("value_entries"))
+    delete(engine, LATER + timedelta(days=1), value_entries=[newest])
+    with Client(rotated_url, account.token, page_size=2) as api:
+        pull(api, target, fmt, resources=chosen("value_entries"))
+    before = stored(target, fmt, "value_entries")
+    kept = sorted(r["id"] for r in account.builder.data["value_entries"] if r["id"] != newest)
+    assert sorted(row["id"] for row in before) == kept
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    other_engine = make_engine(url)
+    upgrade(other_engine)
+    other = build_account(other_engine, LATER + timedelta(days=2))  # the same ids
+    other_engine.dispose()
+    settings = Settings(
+        database_url=url,
+        today=TODAY,
+        rate_limit="1000000/minute",
+        secret_key=b"rotated-" + b"k" * 40,
+    )
+    server = RunningServer(settings)
+    try:
+        with (
+            Client(f"{server.base_url}/api/v1", other.token, page_size=2) as api,
+            pytest.raises(UnprovenAccountCopy, match="value_entries"),
+        ):
+            pull(api, target, fmt, resources=chosen("value_entries"))
+    finally:
+        server.stop()
+    assert stored(target, fmt, "value_entries") == before

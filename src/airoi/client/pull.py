@@ -507,7 +507,9 @@ def _same_account(
     lists stay), unless the run starts the whole copy over (/deletions too), which then
     becomes the token's account's. When the run's `first` walk starts from a position of its
     own, that walk is the check (before it writes): nothing is asked. A position refused as
-    none of the service's leaves it to `check` (the copy's rows of that list)."""
+    none of the service's leaves it to `check`: the copy's rows of that list, or of another
+    list when it holds none (/deletions), as a list remembered by its stamp alone (served
+    nothing from there when its position was last refused) has no position to be refused."""
     if DELETIONS in starting_over:
         return
     positions = store.positions()
@@ -528,6 +530,10 @@ def _same_account(
         check.witness_refused |= name == ACCOUNT
         if check.holds(held):
             check.refused(by_name[held], exc)
+        else:
+            # /deletions, or a list with no row: a list the copy holds rows of tells, before
+            # a list remembered by its stamp alone (no position to be refused) goes on.
+            check.copy_refused(exc)
 
 
 def _asked(
