@@ -733,6 +733,44 @@ def test_pull_interrupted_says_what_stays(tmp_path: Path) -> None:
     assert "Traceback" not in rest
 
 
+@pytest.mark.parametrize("command", ["pull", "verify"])
+def test_ctrl_c_inside_a_store_statement_is_an_interruption(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review: DuckDB stops a statement on SIGINT with an error of its own ("Query
+    # interrupted", then a rollback that fails), not KeyboardInterrupt: a pull Ctrl-C'd
+    # inside a batch said its store could not be written (exit 1) or printed a traceback.
+    duckdb = pytest.importorskip("duckdb")
+    from typer.testing import CliRunner
+
+    import airoi.client.pull
+    import airoi.client.verify
+    from airoi.cli import app
+
+    def a_statement_interrupted(*args: Any, **kwargs: Any) -> None:
+        conn = duckdb.connect()
+        conn.execute("SET enable_progress_bar = false")
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        # About 9 s on this machine uninterrupted: bounded if the signal were lost.
+        conn.execute("SELECT sum(hash(range)) FROM range(1000000000)").fetchall()
+
+    module = airoi.client.pull if command == "pull" else airoi.client.verify
+    monkeypatch.setattr(module, command, a_statement_interrupted)
+    target = tmp_path / "store.duckdb"
+    duckdb.connect(str(target)).close()
+    where = ["--to" if command == "pull" else "--store", str(target)]
+    result = CliRunner().invoke(
+        app,
+        [command, "--base-url", "http://127.0.0.1:9/api/v1", *where],
+        env={"AIROI_TOKEN": PULL_TOKEN},
+    )
+    said = {"pull": "Pull interrupted.", "verify": "Verify interrupted: nothing was compared."}
+    assert result.exit_code == 130, result.output
+    assert said[command] in result.output
+    assert "could not be written" not in result.output
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_serve_on_a_store_that_is_not_there_says_so_and_makes_no_file(tmp_path: Path) -> None:
     # A mistyped path once left an empty file behind, and then a refusal about its schema.
     refused = airoi(tmp_path, "serve", "--port", "1", check=False)

@@ -15,7 +15,16 @@ import typer
 from rich.progress import BarColumn, Progress
 from rich.table import Column, Table
 
-from airoi.terminal import PULL_PACKAGES, BaseUrl, BearerToken, err, out, require_extra, say
+from airoi.terminal import (
+    PULL_PACKAGES,
+    BaseUrl,
+    BearerToken,
+    ctrl_c_noted,
+    err,
+    out,
+    require_extra,
+    say,
+)
 
 if TYPE_CHECKING:  # the pull extra's (duckdb), imported by `verify` when it runs
     from airoi.client.verify import Verification
@@ -144,28 +153,32 @@ def pull(
                 task = progress.tasks[tasks[name]]
                 progress.update(tasks[name], total=task.completed, state="done")
 
-        try:
-            reports = run_pull(
-                client,
-                to,
-                fmt,
-                resources=chosen,
-                full_refresh=full_refresh,
-                progress=advance,
-                notice=lambda line: say(line, console=err),
-            )
-        except KeyboardInterrupt:
-            err.print(
-                "Pull interrupted. What was written before stays; run again to go on.",
-                markup=False,
-                highlight=False,
-            )
-            raise typer.Exit(130) from None
-        except AiroiError as exc:
-            err.print(f"Pull stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-        except (duckdb.Error, OSError) as exc:
-            _store_failed(to, exc)
+        with ctrl_c_noted() as pressed:
+            try:
+                reports = run_pull(
+                    client,
+                    to,
+                    fmt,
+                    resources=chosen,
+                    full_refresh=full_refresh,
+                    progress=advance,
+                    notice=lambda line: say(line, console=err),
+                )
+            except BaseException as exc:
+                # Ctrl-C in a DuckDB statement comes out as DuckDB's own error.
+                if isinstance(exc, KeyboardInterrupt) or pressed():
+                    err.print(
+                        "Pull interrupted. What was written before stays; run again to go on.",
+                        markup=False,
+                        highlight=False,
+                    )
+                    raise typer.Exit(130) from None
+                if isinstance(exc, AiroiError):
+                    say(f"Pull stopped: {exc}", console=err)
+                    raise typer.Exit(1) from None
+                if isinstance(exc, duckdb.Error | OSError):
+                    _store_failed(to, exc)
+                raise
     if quiet:
         return
     seconds = time.perf_counter() - started
@@ -305,23 +318,27 @@ def verify(
         def walked(name: str, read: int) -> None:
             progress.update(task, description=f"Reading {name}: {read:,} rows", total=None)
 
-        try:
-            result = run_verify(
-                client,
-                store,
-                format_,
-                workers=workers,
-                progress=advance,
-                rows=rows,
-                list_progress=walked,
-                resources=chosen,
-            )
-        except KeyboardInterrupt:
-            say("Verify interrupted: nothing was compared.", console=err)
-            raise typer.Exit(130) from None
-        except (AiroiError, CopyError, Inconclusive) as exc:
-            say(f"Verify stopped: {exc}", console=err)
-            raise typer.Exit(2) from None
+        with ctrl_c_noted() as pressed:
+            try:
+                result = run_verify(
+                    client,
+                    store,
+                    format_,
+                    workers=workers,
+                    progress=advance,
+                    rows=rows,
+                    list_progress=walked,
+                    resources=chosen,
+                )
+            except BaseException as exc:
+                # Ctrl-C in a DuckDB statement comes out as DuckDB's own error.
+                if isinstance(exc, KeyboardInterrupt) or pressed():
+                    say("Verify interrupted: nothing was compared.", console=err)
+                    raise typer.Exit(130) from None
+                if isinstance(exc, AiroiError | CopyError | Inconclusive):
+                    say(f"Verify stopped: {exc}", console=err)
+                    raise typer.Exit(2) from None
+                raise
 
     for note in result.notes:
         say(f"Note: {note}")

@@ -1,5 +1,5 @@
 """What every `airoi` command writes with: its two consoles, one line as written, the options
-of the commands that ask the API, and the stop when an extra is not installed.
+of the commands that ask the API, the stop when an extra is not installed, and Ctrl-C noted.
 
 Only typer, rich and the standard library are imported: the client's commands (`pull`,
 `verify`) and `--help` work with the base install.
@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -82,3 +86,27 @@ def require_extra(extra: str, packages: tuple[str, ...], command: str, *, code: 
             console=err,
         )
         raise typer.Exit(code)
+
+
+@contextmanager
+def ctrl_c_noted() -> Iterator[Callable[[], bool]]:
+    """Within it, whether Ctrl-C (SIGINT) was pressed. DuckDB stops a statement on SIGINT
+    with an error of its own ("Query interrupted", or a rollback failing after it) in place
+    of KeyboardInterrupt: a command tells an interruption from a failure of its store by
+    this. The signal is handled as before otherwise (KeyboardInterrupt)."""
+    pressed = False
+    previous = signal.getsignal(signal.SIGINT)
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        nonlocal pressed
+        pressed = True
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield lambda: pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
