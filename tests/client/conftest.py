@@ -46,6 +46,10 @@ def base_url(db_url: str, _api_servers: dict[str, RunningServer]) -> str:
     return f"http://127.0.0.1:{_api_servers[db_url].port}/api/v1"
 
 
+# The cursor key of `rotated_url`'s server.
+ROTATED_KEY = b"rotated-" + b"k" * 40
+
+
 @pytest.fixture
 def rotated_url(db_url: str) -> Iterator[str]:
     """The /api/v1 address of the same store served with another cursor secret (as after
@@ -54,7 +58,7 @@ def rotated_url(db_url: str) -> Iterator[str]:
         database_url=db_url,
         today=TODAY,
         rate_limit="1000000/minute",
-        secret_key=b"rotated-" + b"k" * 40,
+        secret_key=ROTATED_KEY,
     )
     server = RunningServer(settings)
     yield f"{server.base_url}/api/v1"

@@ -10,7 +10,9 @@ served a second time with another cursor secret, as after such a change.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,14 @@ from airoi.client.pull import pull
 from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
 from airoi.client.walk import AnotherAccountsCopy, TwoAccountsCopy, UnprovenAccountCopy
 from airoi.settings import Settings
-from tests.client.conftest import FIRST_LOAD, LATER, TODAY, Account, build_account
+from tests.client.conftest import (
+    FIRST_LOAD,
+    LATER,
+    ROTATED_KEY,
+    TODAY,
+    Account,
+    build_account,
+)
 from tests.client.test_pull import (
     FORMATS,
     InterruptAfter,
@@ -39,6 +48,36 @@ from tests.client.test_pull import (
 from tests.factories import BundleBuilder
 from tests.servers import RunningServer
 
+SHARED_KEY = b"k" * 32
+
+
+@contextmanager
+def store_of_its_own(
+    path: Path,
+    when: datetime,
+    change: Callable[[Engine, Account], None] | None = None,
+    key: bytes = SHARED_KEY,
+) -> Iterator[tuple[str, Account]]:
+    """A store of its own at `path` holding `build_account`'s account (the same ids as any
+    other's, made at `when`), changed by `change`, served with the cursor key `key`: its
+    /api/v1 address and the account."""
+    from airoi.db.engine import make_engine
+    from airoi.db.migrate import upgrade
+
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    upgrade(engine)
+    account = build_account(engine, when)
+    if change is not None:
+        change(engine, account)
+    engine.dispose()
+    settings = Settings(database_url=url, today=TODAY, rate_limit="1000000/minute", secret_key=key)
+    server = RunningServer(settings)
+    try:
+        yield f"{server.base_url}/api/v1", account
+    finally:
+        server.stop()
+
 
 @pytest.mark.parametrize("fmt", ["duckdb", "csv"])
 def test_a_copy_from_another_store_given_the_same_secret_key_is_refused(
@@ -50,35 +89,20 @@ def test_a_copy_from_another_store_given_the_same_secret_key_is_refused(
     # other's own: the other's rows went on top of the copy's, exit 0. Signed with the
     # store's own secret too, the positions are refused as none of the service's, and the
     # rows tell the copy is not of this account.
-    from airoi.db.engine import make_engine
-    from airoi.db.migrate import upgrade
-
-    servers, tokens = [], []
-    for name, when in (("one.db", FIRST_LOAD), ("two.db", LATER)):
-        url = f"sqlite:///{tmp_path / name}"
-        engine = make_engine(url)
-        upgrade(engine)
-        account = build_account(engine, when)  # the same ids, made at another time
-        engine.dispose()
-        tokens.append(account.token)
-        settings = Settings(
-            database_url=url, today=TODAY, rate_limit="1000000/minute", secret_key=b"k" * 32
-        )
-        servers.append(RunningServer(settings))
-    try:
+    with (
+        store_of_its_own(tmp_path / "one.db", FIRST_LOAD) as (one_url, one),
+        store_of_its_own(tmp_path / "two.db", LATER) as (two_url, two),
+    ):
         target = target_for(tmp_path, fmt)
-        with Client(f"{servers[0].base_url}/api/v1", tokens[0], page_size=2) as api:
+        with Client(one_url, one.token, page_size=2) as api:
             pull(api, target, fmt)
         before = copy_of(target, fmt)
         with (
-            Client(f"{servers[1].base_url}/api/v1", tokens[1], page_size=2) as api,
+            Client(two_url, two.token, page_size=2) as api,
             pytest.raises(UnprovenAccountCopy, match="--full-refresh"),
         ):
             pull(api, target, fmt)
         assert copy_of(target, fmt) == before
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def copy_of(target: Path, fmt: Format) -> dict[str, list[dict[str, Any]]]:
@@ -564,39 +588,25 @@ def test_tombstones_alone_do_not_tell_a_copy_from_another_store(
     # the same ids made at another time) deleted its own. Its tombstones name the copy's ids,
     # but ids alone may be another store's: with no other list of the copy to tell the
     # account by its rows, the copy is refused and left as it was.
-    from airoi.db.engine import make_engine
-    from airoi.db.migrate import upgrade
+    def its_value_entries_deleted(engine: Engine, account: Account) -> None:
+        ids = [row["id"] for row in account.builder.data["value_entries"]]
+        delete(engine, LATER + timedelta(days=1), value_entries=ids)
 
-    servers, tokens = [], []
-    for name, when in (("one.db", FIRST_LOAD), ("two.db", LATER)):
-        url = f"sqlite:///{tmp_path / name}"
-        engine = make_engine(url)
-        upgrade(engine)
-        account = build_account(engine, when)
-        if name == "two.db":
-            ours = [row["id"] for row in account.builder.data["value_entries"]]
-            delete(engine, LATER + timedelta(days=1), value_entries=ours)
-        engine.dispose()
-        tokens.append(account.token)
-        settings = Settings(
-            database_url=url, today=TODAY, rate_limit="1000000/minute", secret_key=b"k" * 32
-        )
-        servers.append(RunningServer(settings))
-    try:
+    with (
+        store_of_its_own(tmp_path / "one.db", FIRST_LOAD) as (one_url, one),
+        store_of_its_own(tmp_path / "two.db", LATER, its_value_entries_deleted) as (two_url, two),
+    ):
         target = target_for(tmp_path, fmt)
-        with Client(f"{servers[0].base_url}/api/v1", tokens[0], page_size=2) as api:
+        with Client(one_url, one.token, page_size=2) as api:
             pull(api, target, fmt, resources=chosen("value_entries"))
         before = stored(target, fmt, "value_entries")
         assert before
         with (
-            Client(f"{servers[1].base_url}/api/v1", tokens[1], page_size=2) as api,
+            Client(two_url, two.token, page_size=2) as api,
             pytest.raises(UnprovenAccountCopy, match="value_entries"),
         ):
             pull(api, target, fmt, resources=chosen("value_entries"))
         assert stored(target, fmt, "value_entries") == before
-    finally:
-        for server in servers:
-            server.stop()
 
 
 @pytest.mark.parametrize("fmt", ["duckdb", "csv"])
@@ -614,9 +624,6 @@ def test_a_list_known_by_its_stamp_alone_is_told_before_another_stores_rows_go_i
     # on from that stamp unasked and the other store's rows went in under the copy's ids;
     # /deletions' refused position stopped the run only after. Refused before anything is
     # written now.
-    from airoi.db.engine import make_engine
-    from airoi.db.migrate import upgrade
-
     newest = account.builder.value_entry(
         account.initiatives[0], amount_cents=9, currency="USD", status="approved"
     )
@@ -630,24 +637,14 @@ def test_a_list_known_by_its_stamp_alone_is_told_before_another_stores_rows_go_i
     before = stored(target, fmt, "value_entries")
     kept = sorted(r["id"] for r in account.builder.data["value_entries"] if r["id"] != newest)
     assert sorted(row["id"] for row in before) == kept
-    url = f"sqlite:///{tmp_path / 'other.db'}"
-    other_engine = make_engine(url)
-    upgrade(other_engine)
-    other = build_account(other_engine, LATER + timedelta(days=2))  # the same ids
-    other_engine.dispose()
-    settings = Settings(
-        database_url=url,
-        today=TODAY,
-        rate_limit="1000000/minute",
-        secret_key=b"rotated-" + b"k" * 40,
-    )
-    server = RunningServer(settings)
-    try:
-        with (
-            Client(f"{server.base_url}/api/v1", other.token, page_size=2) as api,
-            pytest.raises(UnprovenAccountCopy, match="value_entries"),
-        ):
-            pull(api, target, fmt, resources=chosen("value_entries"))
-    finally:
-        server.stop()
+    # Another store, served with the key the copy's own is now.
+    with (
+        store_of_its_own(tmp_path / "other.db", LATER + timedelta(days=2), key=ROTATED_KEY) as (
+            other_url,
+            other,
+        ),
+        Client(other_url, other.token, page_size=2) as api,
+        pytest.raises(UnprovenAccountCopy, match="value_entries"),
+    ):
+        pull(api, target, fmt, resources=chosen("value_entries"))
     assert stored(target, fmt, "value_entries") == before
