@@ -81,6 +81,22 @@ def test_a_body_that_is_not_json_is_a_fixed_parse_error(
     assert_fixed(post(served, world.token_a, body, version), PARSE_ERROR)
 
 
+@pytest.mark.parametrize("version", [None, "2025-06-18"])
+@pytest.mark.parametrize("where", ["id", "method", "argument"])
+def test_a_body_that_is_not_utf8_is_a_fixed_parse_error(
+    served: Served, world: World, where: str, version: str | None
+) -> None:
+    # Review: a byte that is not UTF-8 (JSON is UTF-8, RFC 8259 8.1) in the request's id
+    # failed inside the transport: a 500 without JSON-RPC, and a logged failure.
+    bodies = {
+        "id": b'{"jsonrpc":"2.0","id":"\xff","method":"ping"}',
+        "method": b'{"jsonrpc":"2.0","id":1,"method":"\xff"}',
+        "argument": b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+        b'{"name":"search","arguments":{"query":"\xff"}}}',
+    }
+    assert_fixed(post(served, world.token_a, bodies[where], version), PARSE_ERROR)
+
+
 def test_an_error_answering_a_request_keeps_its_id(served: Served, world: World) -> None:
     # params that are not a tools/call's: the SDK's own fixed error for request 7, untouched.
     body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 5}}

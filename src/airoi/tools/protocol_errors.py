@@ -200,8 +200,9 @@ def request_id_in(body: bytes) -> int | str | None:
     (not JSON, a batch), or its id is not an integer or a short string."""
     try:
         request_id = msgspec.json.decode(body, type=_Envelope).id
-    # A value nested deeper than the decoder recurses (about 1,000 levels) is no request either.
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    # A value nested deeper than the decoder recurses (about 1,000 levels) is no request either,
+    # nor a string that is not UTF-8 (the decoder raises that as it is).
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
         return None
     if isinstance(request_id, str) and len(request_id) > MAX_ECHOED_ID_CHARS:
         return None
