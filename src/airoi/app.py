@@ -559,7 +559,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     # Errors on /mcp read as JSON-RPC errors too, by every MCP client (airoi.tools.protocol_errors);
     # inside HEAD-as-GET, so a HEAD's Content-Length is its GET's.
     app.asgi_handler = cast(Any, JsonRpcErrorBodies(cast(Any, app.asgi_handler), MCP_PATH))
-    conditional_get(app, f"{API_PREFIX}/")  # inside HEAD-as-GET, so HEAD gets GET's ETag
+    conditional_get(app, API_PREFIX)  # inside HEAD-as-GET, so HEAD gets GET's ETag
     only_get_and_head(app)
     allow_cross_origin(app, settings.cors_origins)  # an allowed preflight before R30's 405
     observe(app, metrics)  # outermost: sees every answer, including HEAD and 405

@@ -91,12 +91,15 @@ def _header(scope: MutableMapping[str, Any], name: bytes) -> str | None:
 
 
 def conditional_get(app: Litestar, prefix: str) -> None:
-    """Wrap the app's ASGI handler so GETs under `prefix` get an ETag and may be answered 304."""
+    """Wrap the app's ASGI handler so GETs of `prefix` and under it get an ETag and may be
+    answered 304."""
     inner: Any = app.asgi_handler
+    under = prefix.rstrip("/") + "/"
 
     async def handler(scope: Any, receive: Any, send: Any) -> None:
         path: str = scope.get("path", "")
-        if scope["type"] != "http" or scope["method"] != "GET" or not path.startswith(prefix):
+        tagged = path.startswith(under) or path == under[:-1]
+        if scope["type"] != "http" or scope["method"] != "GET" or not tagged:
             await inner(scope, receive, send)
             return
         if_none_match = _header(scope, b"if-none-match")
