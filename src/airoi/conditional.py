@@ -94,11 +94,11 @@ def conditional_get(app: Litestar, prefix: str) -> None:
     """Wrap the app's ASGI handler so GETs of `prefix` and under it get an ETag and may be
     answered 304."""
     inner: Any = app.asgi_handler
-    under = prefix.rstrip("/") + "/"
+    root = prefix.rstrip("/")
 
     async def handler(scope: Any, receive: Any, send: Any) -> None:
         path: str = scope.get("path", "")
-        tagged = path.startswith(under) or path == under[:-1]
+        tagged = path == root or path.startswith(f"{root}/")
         if scope["type"] != "http" or scope["method"] != "GET" or not tagged:
             await inner(scope, receive, send)
             return

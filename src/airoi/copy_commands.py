@@ -153,7 +153,7 @@ def pull(
                 task = progress.tasks[tasks[name]]
                 progress.update(tasks[name], total=task.completed, state="done")
 
-        with ctrl_c_noted() as pressed:
+        with ctrl_c_noted() as interrupted:
             try:
                 reports = run_pull(
                     client,
@@ -165,8 +165,7 @@ def pull(
                     notice=lambda line: say(line, console=err),
                 )
             except BaseException as exc:
-                # Ctrl-C in a DuckDB statement comes out as DuckDB's own error.
-                if isinstance(exc, KeyboardInterrupt) or pressed():
+                if interrupted(exc):  # DuckDB's own error, when in a statement
                     err.print(
                         "Pull interrupted. What was written before stays; run again to go on.",
                         markup=False,
@@ -318,7 +317,7 @@ def verify(
         def walked(name: str, read: int) -> None:
             progress.update(task, description=f"Reading {name}: {read:,} rows", total=None)
 
-        with ctrl_c_noted() as pressed:
+        with ctrl_c_noted() as interrupted:
             try:
                 result = run_verify(
                     client,
@@ -331,8 +330,7 @@ def verify(
                     resources=chosen,
                 )
             except BaseException as exc:
-                # Ctrl-C in a DuckDB statement comes out as DuckDB's own error.
-                if isinstance(exc, KeyboardInterrupt) or pressed():
+                if interrupted(exc):  # DuckDB's own error, when in a statement
                     say("Verify interrupted: nothing was compared.", console=err)
                     raise typer.Exit(130) from None
                 if isinstance(exc, AiroiError | CopyError | Inconclusive):

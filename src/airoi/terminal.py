@@ -89,11 +89,12 @@ def require_extra(extra: str, packages: tuple[str, ...], command: str, *, code: 
 
 
 @contextmanager
-def ctrl_c_noted() -> Iterator[Callable[[], bool]]:
-    """Within it, whether Ctrl-C (SIGINT) was pressed. DuckDB stops a statement on SIGINT
-    with an error of its own ("Query interrupted", or a rollback failing after it) in place
-    of KeyboardInterrupt: a command tells an interruption from a failure of its store by
-    this. The signal is handled as before otherwise (KeyboardInterrupt)."""
+def ctrl_c_noted() -> Iterator[Callable[[BaseException], bool]]:
+    """Within it, whether an exception came of Ctrl-C (SIGINT): KeyboardInterrupt, or any
+    once it was pressed. DuckDB stops a statement on SIGINT with an error of its own ("Query
+    interrupted", or a rollback failing after it) in place of KeyboardInterrupt: a command
+    tells an interruption from a failure of its store by this. The signal is handled as
+    before otherwise (KeyboardInterrupt)."""
     pressed = False
     previous = signal.getsignal(signal.SIGINT)
 
@@ -107,6 +108,6 @@ def ctrl_c_noted() -> Iterator[Callable[[], bool]]:
 
     signal.signal(signal.SIGINT, note)
     try:
-        yield lambda: pressed
+        yield lambda exc: pressed or isinstance(exc, KeyboardInterrupt)
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -135,8 +135,9 @@ class AccountCheck:
         self.taken: list[str] = []
         # The copy's own account position (`_account`) was refused: one is taken again.
         self.witness_refused = False
-        # The lists the service served nothing of from the copy's earliest stamp of them.
-        self.emptied: set[str] = set()
+        # The lists the service served nothing of from the copy's earliest stamp of them, each
+        # with the copy's latest stamp of it (microseconds since 1970).
+        self.emptied: dict[str, int] = {}
 
     def holds(self, name: str) -> bool:
         """Whether the copy holds a row of `name`."""
@@ -185,7 +186,7 @@ class AccountCheck:
             served = served_from(self.client, resource.name, resource.params, since)
             if not served:
                 # Nothing from the earliest: nothing from the latest either.
-                self.emptied.add(resource.name)
+                self.emptied[resource.name] = max(lasts)
                 return False
             ids = sorted({row_id for row_id, _ in served})
             held = self.store.held(resource.name, ["id", created], len(ids), None, ids=ids)
@@ -198,13 +199,10 @@ class AccountCheck:
         stamp of it, serves a tombstone of the list naming a row the copy holds (a page from
         the copy's latest stamp of it: a row's tombstone comes after its last change), and
         another list of the copy tells the account by its own rows."""
-        if resource.name not in self.emptied:
+        latest = self.emptied.get(resource.name)
+        if latest is None:
             return False
-        updated = "epoch_us(TRY_CAST(updated_at AS TIMESTAMPTZ))"
-        lasts = [row[0] for row in self.store.held(resource.name, [f"max({updated})"], 2, None)]
-        if not any(last is not None for last in lasts):
-            return False
-        since = EPOCH + timedelta(microseconds=max(last for last in lasts if last is not None))
+        since = EPOCH + timedelta(microseconds=latest)
         tombstones = self.client.rows(
             DELETIONS, resource=resource.name, updated_since=since, limit=PROOF_PAGE
         )
