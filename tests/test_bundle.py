@@ -1746,6 +1746,28 @@ def test_a_lone_surrogate_is_refused_by_field(engine: Engine, tmp_path: Path) ->
     assert one(engine, tables.initiatives, id=5)["title"] == "Support \U0001f600 bot"
 
 
+def test_a_persons_name_holding_an_e_mail_address_is_refused_by_field(engine: Engine) -> None:
+    # SEMANTICS R15: a person's name is served (owner, decided_by, set_by, connected_by), an
+    # e-mail address never; SPEC 2.1: names only. The problem line does not repeat the text.
+    why = (
+        "holds an e-mail address, and a person's name is served where an e-mail address never "
+        "is (give the name alone; the address goes in email)"
+    )
+    for name in ("ada.king@acme.example", "Ada King <ada@acme.co.uk>", "Ada (a_king@mail.acme.io)"):
+        bundle = base_bundle()
+        record(bundle, "users", 1)["name"] = name
+        problems = refused(engine, bundle)
+        assert problems == [f"users[id=1].name: {why}"], name
+        assert "acme" not in "\n".join(problems)
+    # An @ that is no address is a name like any other, and so is the address given as email.
+    for name in ("Ada @ Finance", "@ada", "Ada at acme.example", "R&D@night"):
+        bundle = base_bundle()
+        record(bundle, "users", 1)["name"] = name
+        record(bundle, "users", 1)["email"] = "ada@acme.example"
+        loaded(engine, bundle)
+        assert one(engine, tables.users, id=1)["name"] == name
+
+
 def test_an_amount_out_of_range_once_converted_is_refused_by_field(engine: Engine) -> None:
     # 2**62 EUR cents at 2.5 USD per EUR is 2.5 * 2**62 > 2**63 - 1 USD cents: no store can
     # keep the converted amount (it was a traceback on SQLite, a COPY error on PostgreSQL).

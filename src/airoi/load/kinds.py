@@ -32,6 +32,7 @@ from airoi.load.values import (
     conv_secret,
     conv_str_list,
     enum_conv,
+    person_name,
     str_conv,
 )
 from airoi.tokens import hash_token, secret_length, shown_prefix
@@ -341,7 +342,7 @@ KINDS: Final[dict[str, Kind]] = {
             _T.users,
             account="field",
             required=("id", "account_id", "name", "role"),
-            convs={"role": enum_conv(ROLES)},
+            convs={"role": enum_conv(ROLES), "name": person_name(_column_conv(_T.users, "name"))},
         ),
         _kind(
             "tokens",

@@ -114,6 +114,27 @@ def str_conv(max_length: int | None) -> Conv:
     return conv
 
 
+# An e-mail address inside a text: something@domain.tld, with no space or @ on either side.
+_EMAIL: Final = re.compile(r"[^\s@<>()\[\],;:\"]+@[^\s@<>()\[\],;:\"]+\.[^\s@<>()\[\],;:\".]+")
+
+
+def person_name(text: Conv) -> Conv:
+    """A person's name: what `text` takes, holding no e-mail address, since the name is
+    served wherever the person is (SEMANTICS R15: an address never is). The message does not
+    repeat the text, which holds the address."""
+
+    def conv(value: Any) -> str:
+        name: str = text(value)
+        if "@" in name and _EMAIL.search(name):
+            raise Bad(
+                "holds an e-mail address, and a person's name is served where an e-mail "
+                "address never is (give the name alone; the address goes in email)"
+            )
+        return name
+
+    return conv
+
+
 def conv_bool(value: Any) -> bool:
     if value is True or value is False:
         return value
