@@ -213,6 +213,18 @@ def test_a_frozen_rate_limit_store_is_counted_in_memory_then_in_it_again(
     assert "answers again" in messages[1]
 
 
+def _store_with_a_token(tmp_path: Any) -> tuple[Any, str]:
+    """An SQLite store of one account, and its owner's token."""
+    path = tmp_path / "locked.db"
+    made = make_engine(f"sqlite:///{path}")
+    upgrade(made)
+    b = BundleBuilder()
+    token = b.token(b.user(b.account(), role="owner"))
+    b.load(made)
+    made.dispose()
+    return path, token
+
+
 def test_a_locked_sqlite_store_is_waited_on_no_longer_than_a_statement(tmp_path: Any) -> None:
     # A store in rollback-journal mode (not WAL) is unreadable while a writer holds its lock.
     # A request waited SQLite's fixed 5 s whatever the statement limit; then, the token
@@ -221,13 +233,7 @@ def test_a_locked_sqlite_store_is_waited_on_no_longer_than_a_statement(tmp_path:
 
     from airoi.app import create_app
 
-    path = tmp_path / "locked.db"
-    made = make_engine(f"sqlite:///{path}")
-    upgrade(made)
-    b = BundleBuilder()
-    token = b.token(b.user(b.account(), role="owner"))
-    b.load(made)
-    made.dispose()
+    path, token = _store_with_a_token(tmp_path)
     limit_s = 1.0
     settings = Settings(database_url=f"sqlite:///{path}", statement_timeout_ms=int(limit_s * 1000))
     writer = sqlite3.connect(path, isolation_level=None)
@@ -246,3 +252,51 @@ def test_a_locked_sqlite_store_is_waited_on_no_longer_than_a_statement(tmp_path:
             writer.execute("ROLLBACK")
             writer.close()
         client.app.state.engine.dispose()
+
+
+def test_requests_waiting_on_a_locked_sqlite_store_wait_side_by_side_and_health_not_at_all(
+    tmp_path: Any, served: list[RunningServer]
+) -> None:
+    # Issue 20 (no head-of-line blocking): a store not in WAL mode was read on the event loop
+    # as one in WAL is, so while a writer held its lock four requests waited one after
+    # another (answered 503 at about 1, 2, 3 and 4 limits) and /healthz waited behind them.
+    # Such a store is now read in worker threads, as a database server is (airoi.store).
+    path, token = _store_with_a_token(tmp_path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=DELETE")  # by hand: every load leaves a store in WAL
+    limit_s = 1.0
+    server = RunningServer(
+        Settings(database_url=f"sqlite:///{path}", statement_timeout_ms=int(limit_s * 1000))
+    )
+    served.append(server)
+    page = "/api/v1/initiatives"
+    try:
+        with httpx.Client(base_url=server.base_url) as http:
+            assert http.get(page, headers=bearer(token), timeout=10).status_code == 200
+            writer.execute("BEGIN EXCLUSIVE")
+            answers: list[tuple[int, float]] = []
+            started = time.monotonic()
+
+            def wait_on_the_lock() -> None:
+                with httpx.Client(base_url=server.base_url) as waiting:
+                    got = waiting.get(page, headers=bearer(token), timeout=6 * limit_s)
+                    answers.append((got.status_code, time.monotonic() - started))
+
+            waiters = [threading.Thread(target=wait_on_the_lock) for _ in range(4)]
+            for waiter in waiters:
+                waiter.start()
+            time.sleep(0.3)  # the four wait on the lock by now
+            alive = [waiter.is_alive() for waiter in waiters]
+            asked = time.monotonic()
+            assert http.get("/healthz", timeout=NO_WAIT_BOUND_S).status_code == 200
+            health_took = time.monotonic() - asked
+            for waiter in waiters:
+                waiter.join(6 * limit_s + 1)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert alive == [True] * 4, "the requests were answered before /healthz was asked"
+    assert health_took < NO_WAIT_BOUND_S
+    assert [status for status, _ in answers] == [503] * 4
+    # Side by side: the last answered about one limit after the start, not four.
+    assert max(took for _, took in answers) < 2.5 * limit_s, answers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.pool import QueuePool
 
+from airoi.db.engine import make_engine
+from airoi.db.migrate import upgrade
 from airoi.errors import ApiError
 from airoi.store import StoreGate, pool_capacity
 
@@ -71,5 +74,38 @@ def test_the_gate_lets_in_as_many_as_the_pool_holds(
     )
     try:
         assert pool_capacity(engine) == capacity
+    finally:
+        engine.dispose()
+
+
+def test_only_an_sqlite_store_in_wal_mode_is_read_on_the_event_loop(tmp_path: Path) -> None:
+    # A writer's lock leaves readers of a store in another journal mode waiting (the busy
+    # timeout), the event loop with them; in WAL mode it never does (airoi.store).
+    path = tmp_path / "store.db"
+    writer = make_engine(f"sqlite:///{path}")  # every load's engine leaves the store in WAL
+    upgrade(writer)
+    writer.dispose()
+    serving = make_engine(f"sqlite:///{path}", read_only=True)
+    try:
+        assert StoreGate.of(serving).in_place is True
+        serving.dispose()
+        by_hand = sqlite3.connect(path)
+        by_hand.execute("PRAGMA journal_mode=DELETE")
+        by_hand.close()
+        assert StoreGate.of(serving).in_place is False
+    finally:
+        serving.dispose()
+    # No file there: nothing is opened (that would make an empty one), nothing read in place.
+    absent = make_engine(f"sqlite:///{tmp_path / 'absent.db'}", read_only=True)
+    assert StoreGate.of(absent).in_place is False
+    assert not (tmp_path / "absent.db").exists()
+    assert StoreGate.of(make_engine("sqlite://", read_only=True)).in_place is True
+
+
+@pytest.mark.postgresql
+def test_a_database_server_is_never_read_on_the_event_loop(postgresql_url: str) -> None:
+    engine = make_engine(postgresql_url, read_only=True)
+    try:
+        assert StoreGate.of(engine).in_place is False
     finally:
         engine.dispose()

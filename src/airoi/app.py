@@ -88,7 +88,7 @@ from airoi.observability import (
 )
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
-from airoi.store import StoreGate, read_in_place, size_worker_threads
+from airoi.store import StoreGate, size_worker_threads
 from airoi.token_cache import TokenCache
 from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
@@ -174,7 +174,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         # The API's tokens' rows are kept while the store has not changed (airoi.token_cache);
         # /mcp asks the store every time.
         cache: TokenCache | None = connection.app.state.token_cache if keep and not mcp else None
-        if read_in_place(engine.dialect):
+        if gate.in_place:
             # A file on this machine: the lookup (about 45 µs) never waits on a server, and a
             # hop to a worker thread and back cost several times that (airoi.store).
             principal = _look_up(context, engine, authorization, keep, mcp, resource, cache)

@@ -4,9 +4,10 @@ Every wait on a database server (a pool checkout, a new connection, a statement 
 rows) is made in a worker thread, so the event loop keeps answering what needs no database while a
 request waits or the database is away: `/healthz`, a refusal, a light page beside a heavy
 one. A request of /api/v1 on PostgreSQL makes two such hops: the token lookup (which checks
-out the request's connection) and its handler (which reads through it); on SQLite, a file
-on this machine that no server can leave waiting, the lookup (about 45 µs) is made on the
-loop, where a hop would cost several times as much, and the handler alone hops. The tools
+out the request's connection) and its handler (which reads through it); on SQLite in WAL
+mode, a file on this machine that no server or writer can leave waiting, the lookup (about
+45 µs) and a list page are made on the loop, where a hop would cost several times as much,
+and the handlers that compute over the account alone hop (`read_in_place`). The tools
 run in worker threads of the SDK's own making and check out a connection there.
 
 A request that will read the store first passes the `StoreGate`: at most as many requests
@@ -26,9 +27,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from anyio import to_thread
-from sqlalchemy import Dialect, Engine
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import QueuePool
 
+from airoi.db.engine import missing_sqlite_file
 from airoi.failures import database_unavailable
 
 BUSY_MESSAGE = "The service is busy; try again shortly."
@@ -36,10 +39,22 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def read_in_place(dialect: Dialect) -> bool:
+def read_in_place(engine: Engine) -> bool:
     """Whether short reads of this store are made where they are asked, on the event loop:
-    SQLite, a file on this machine that no server can leave waiting."""
-    return dialect.name == "sqlite"
+    an SQLite file in WAL mode (every load leaves it so), on this machine, whose readers no
+    writer leaves waiting. In another journal mode (set by hand) a writer's lock leaves each
+    reader waiting up to the busy timeout, the event loop with it: that store is read in
+    worker threads, as a server is. Asked once, when the app is made."""
+    if engine.dialect.name != "sqlite":
+        return False
+    if missing_sqlite_file(engine) is not None:
+        return False  # nothing to read, and opening it would make an empty file
+    try:
+        with engine.connect() as connection:
+            mode = connection.exec_driver_sql("PRAGMA journal_mode").scalar()
+    except OperationalError:  # locked or unreadable now: taken as a store that can wait
+        return False
+    return str(mode).lower() in ("wal", "memory")
 
 
 def pool_capacity(engine: Engine) -> int:
@@ -60,9 +75,10 @@ def pool_timeout(engine: Engine) -> float:
 class StoreGate:
     """At most `capacity` requests of one event loop hold or wait on the store at once."""
 
-    def __init__(self, capacity: int, wait_s: float) -> None:
+    def __init__(self, capacity: int, wait_s: float, *, in_place: bool = False) -> None:
         self.capacity = capacity
         self.wait_s = wait_s
+        self.in_place = in_place  # short reads made on the event loop (`read_in_place`)
         # One semaphore per event loop: a test client runs each app on a loop of its own.
         self._semaphores: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, asyncio.Semaphore
@@ -70,7 +86,7 @@ class StoreGate:
 
     @classmethod
     def of(cls, engine: Engine) -> StoreGate:
-        return cls(pool_capacity(engine), pool_timeout(engine))
+        return cls(pool_capacity(engine), pool_timeout(engine), in_place=read_in_place(engine))
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -110,17 +126,18 @@ def size_worker_threads(app: Any) -> None:
 
 
 def keyset_page(handler: Callable[P, T]) -> Callable[P, Awaitable[T]]:
-    """A list page read along its index (`airoi.listing`), at most 500 rows: on SQLite run
-    where it is asked, on the event loop (a local file, 1 to 5 ms, where the hop to a worker
-    thread and back cost the limit-100 page a quarter of its rate); on a database server in
-    a worker thread, since a server can leave it waiting. Handlers that compute over the
-    account (`/roi`, `/budgets`, `/initiatives`) always run in a worker thread
-    (`sync_to_thread=True`): hundreds of milliseconds on a large account."""
+    """A list page read along its index (`airoi.listing`), at most 500 rows: on SQLite in
+    WAL mode (`read_in_place`) run where it is asked, on the event loop (a local file, 1 to
+    5 ms, where the hop to a worker thread and back cost the limit-100 page a quarter of its
+    rate); elsewhere in a worker thread, since a server (or a writer's lock) can leave it
+    waiting. Handlers that compute over the account (`/roi`, `/budgets`, `/initiatives`)
+    always run in a worker thread (`sync_to_thread=True`): hundreds of milliseconds on a
+    large account."""
 
     @functools.wraps(handler)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
         reading: Any = kwargs["reading"]  # the handler's airoi.api.common.Reading
-        if read_in_place(reading.db.dialect):
+        if reading.in_place:
             return handler(*args, **kwargs)
         return await to_thread.run_sync(functools.partial(handler, *args, **kwargs))
 

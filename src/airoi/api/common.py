@@ -299,15 +299,22 @@ class Reading:
     its connection (tests/test_request_connection.py). A slotted class, not a dataclass: made
     once a request, and passed through the handler's signature model as it is."""
 
-    __slots__ = ("_settings", "cursors", "db", "principal")
+    __slots__ = ("_settings", "cursors", "db", "in_place", "principal")
 
     def __init__(
-        self, principal: Principal, db: Connection, cursors: Cursors, settings: Settings
+        self,
+        principal: Principal,
+        db: Connection,
+        cursors: Cursors,
+        settings: Settings,
+        *,
+        in_place: bool = False,
     ) -> None:
         self.principal = principal  # the account the token may read, and its user
         self.db = db  # the connection the token was looked up on (`airoi.store`)
         self.cursors = cursors  # the store's cursors (SEMANTICS R13), made once with the app
         self._settings = settings
+        self.in_place = in_place  # a list page read on the event loop (`airoi.store`)
 
     @property
     def today(self) -> date:
@@ -330,7 +337,9 @@ def provide_reading(request: Request[Principal, Any, State]) -> Reading:
     if connection is None:  # a checkout here would wait on the event loop (airoi.store)
         raise RuntimeError("the token lookup holds the connection of every /api/v1 request")
     state = request.app.state
-    return Reading(request.user, connection, state.cursors, state.settings)
+    return Reading(
+        request.user, connection, state.cursors, state.settings, in_place=state.store_gate.in_place
+    )
 
 
 def require_initiative(db: Connection, account_id: int, initiative_id: int) -> None:
