@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import QueuePool
 
 from airoi.db.engine import make_engine
@@ -109,3 +110,24 @@ def test_a_database_server_is_never_read_on_the_event_loop(postgresql_url: str) 
         assert StoreGate.of(engine).in_place is False
     finally:
         engine.dispose()
+
+
+def test_a_serving_engine_makes_no_file_where_its_store_was_removed(tmp_path: Path) -> None:
+    # A store removed while served: the next connection made an empty file there, and every
+    # connection opened on it failed ("no such table", 503) even once the store was back.
+    path = tmp_path / "store.db"
+    upgrade(make_engine(f"sqlite:///{path}"))
+    serving = make_engine(f"sqlite:///{path}", read_only=True)
+    try:
+        with serving.connect() as connection:
+            assert connection.exec_driver_sql("SELECT count(*) FROM accounts").scalar() == 0
+        serving.dispose()
+        path.rename(tmp_path / "aside.db")
+        with pytest.raises(OperationalError), serving.connect():
+            pass  # answered 503 (airoi.failures)
+        assert not path.exists()
+        (tmp_path / "aside.db").rename(path)
+        with serving.connect() as connection:
+            assert connection.exec_driver_sql("SELECT count(*) FROM accounts").scalar() == 0
+    finally:
+        serving.dispose()

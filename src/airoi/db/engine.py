@@ -35,6 +35,7 @@ import logging
 import math
 import os
 import select
+import sqlite3
 import threading
 import time
 import weakref
@@ -42,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
@@ -71,17 +72,22 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def missing_sqlite_file(engine: Engine) -> str | None:
-    """The path of the engine's SQLite file when there is none (a path mistyped, a store
-    never made): opening it would make an empty one. None for a file that is there, a URI,
-    memory or another database."""
-    url = engine.url
+def _sqlite_file(url: URL) -> str | None:
+    """The path of an SQLite store's file; None for a URI, memory or another database."""
     database = url.database
     if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
         return None
     if database.startswith("file:") or url.query.get("uri"):
         return None
-    return None if os.path.exists(database) else database
+    return database
+
+
+def missing_sqlite_file(engine: Engine) -> str | None:
+    """The path of the engine's SQLite file when there is none (a path mistyped, a store
+    never made): opening it would make an empty one. None for a file that is there, a URI,
+    memory or another database."""
+    path = _sqlite_file(engine.url)
+    return None if path is None or os.path.exists(path) else path
 
 
 def no_store_at(path: str) -> str:
@@ -119,6 +125,9 @@ def make_engine(
 
         if statement_timeout_ms is not None:
             _arm_sqlite_timeout(engine)
+        path = _sqlite_file(parsed)
+        if read_only and path is not None:
+            _open_only_what_is_there(engine, path)
         return engine
     connect_args: dict[str, Any] = {}
     options = []
@@ -141,6 +150,19 @@ def make_engine(
     }
     connect_args.update({k: v for k, v in defaults.items() if k not in parsed.query})
     return _guarded_engine(url, connect_args, deadline_s, autocommit=read_only)
+
+
+def _open_only_what_is_there(engine: Engine, path: str) -> None:
+    """A serving engine opens its file as SQLite opens any (`query_only` keeps it from
+    writing), which makes an empty file where none is: a store removed while served left one
+    behind, and the connections opened on it failed until a restart. A new connection to a
+    file that is not there fails as SQLite's own do (an `OperationalError`, answered 503), and
+    the file is read again once it is back."""
+
+    @event.listens_for(engine, "do_connect")
+    def _only_a_file_there(dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
+        if not os.path.exists(path):
+            raise sqlite3.OperationalError("unable to open database file")
 
 
 def _driver_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
