@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from litestar import Litestar
@@ -94,6 +95,54 @@ def test_other_origins_get_nothing(allowing: TestClient[Litestar], token: str) -
     assert preflight.status_code == 405
     assert preflight.headers["allow"] == "GET"
     assert "access-control-allow-origin" not in preflight.headers
+
+
+def vary(response: Any) -> list[str]:
+    """The names in the answer's Vary headers, however many there are."""
+    return [n.strip().lower() for v in response.headers.get_list("vary") for n in v.split(",")]
+
+
+def test_every_answer_is_varied_by_origin_once_origins_are_set(
+    db_url: str, allowing: TestClient[Litestar], token: str
+) -> None:
+    # A shared cache keys by Vary: an answer with no CORS headers (no Origin, another origin)
+    # given to an allowed origin fails in its browser, and an allowed origin's given to
+    # another lets it read. Only the allowed origins' answers said Vary: Origin.
+    page = "/api/v1/initiatives?limit=1"
+    gzip = {**bearer(token), "Accept-Encoding": "gzip"}
+    answers = [
+        allowing.get(page, headers=gzip),
+        allowing.get(page, headers={**gzip, "Origin": "https://evil.example.com"}),
+        allowing.get(page, headers={**gzip, "Origin": NOTEBOOK}),
+        allowing.get("/api/v1/initiatives", headers={"Origin": "https://evil.example.com"}),
+    ]
+    assert [a.status_code for a in answers] == [200, 200, 200, 401]
+    for answer in answers:
+        assert vary(answer).count("origin") == 1, answer.headers
+    # The compression's Vary is kept beside it (its tests: tests/test_conditional.py).
+    for answer in answers[:3]:
+        assert "accept-encoding" in vary(answer)
+    for client in serving(db_url, "*"):  # the same answer for all, but only with an Origin
+        assert vary(client.get(page, headers=bearer(token))).count("origin") == 1
+    # And with no origins set, nothing of the kind is added.
+    for client in serving(db_url, ""):
+        assert "origin" not in vary(client.get(page, headers={**bearer(token), "Origin": NOTEBOOK}))
+
+
+def test_a_page_may_send_its_own_request_id(allowing: TestClient[Litestar], token: str) -> None:
+    # The service answers and logs a sane X-Request-Id as the request's: a page may send one.
+    preflight = allowing.options(
+        "/api/v1/initiatives",
+        headers={**PREFLIGHT, "Access-Control-Request-Headers": "authorization, x-request-id"},
+    )
+    assert preflight.status_code == 204
+    allowed = preflight.headers["access-control-allow-headers"].lower().split(", ")
+    assert "x-request-id" in allowed
+    answer = allowing.get(
+        "/api/v1/initiatives",
+        headers={**bearer(token), "Origin": NOTEBOOK, "X-Request-Id": "page-load-42"},
+    )
+    assert answer.headers["x-request-id"] == "page-load-42"
 
 
 def test_r30_order_holds_around_the_preflight(allowing: TestClient[Litestar], token: str) -> None:

@@ -27,9 +27,10 @@ from airoi.settings import ANY_ORIGIN
 
 __all__ = ["allow_cross_origin"]
 
-# What a page may send: the token, the conditional GET, and the tool endpoint's own headers.
+# What a page may send: the token, the conditional GET, its own request id (answered and
+# logged as the request's), and the tool endpoint's own headers.
 ALLOWED_HEADERS: Final = (
-    "Authorization, Content-Type, Accept, If-None-Match, "
+    "Authorization, Content-Type, Accept, If-None-Match, X-Request-Id, "
     "Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
 )
 # What a page may read besides the simple headers.
@@ -46,6 +47,22 @@ def _header(scope: Any, name: bytes) -> str | None:
         if key == name:
             return str(value.decode("latin-1"))
     return None
+
+
+def _varied(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """`headers` with Origin named in their `Vary` (one header: Accept-Encoding's joined)."""
+    out = []
+    varied = False
+    for name, value in headers:
+        if name.lower() == b"vary" and not varied:
+            varied = True
+            named = b"origin" in value.lower()
+            out.append((name, value if named else value + b", Origin"))
+        else:
+            out.append((name, value))
+    if not varied:
+        out.append((b"vary", b"Origin"))
+    return out
 
 
 def _route_patterns(app: Litestar) -> list[tuple[re.Pattern[str], str]]:
@@ -78,13 +95,22 @@ def allow_cross_origin(app: Litestar, origins: tuple[str, ...]) -> None:
     allowed = frozenset(origins)
 
     async def handler(scope: Any, receive: Receive, send: Send) -> None:
-        origin = _header(scope, b"origin") if scope["type"] == "http" else None
-        if origin is None or not (any_origin or origin.lower() in allowed):
+        if scope["type"] != "http":
             await inner(scope, receive, send)
+            return
+        origin = _header(scope, b"origin")
+        if origin is None or not (any_origin or origin.lower() in allowed):
+            # Varied by Origin all the same: a shared cache must not give this answer (no
+            # CORS headers) to an allowed origin, nor an allowed origin's to anyone else.
+            async def send_varied(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": _varied(message.get("headers", ()))}
+                await send(message)
+
+            await inner(scope, receive, send_varied)
             return
         allow = [
             (b"access-control-allow-origin", b"*" if any_origin else origin.encode("latin-1")),
-            (b"vary", b"Origin"),
         ]
         if scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method"):
             methods = next((m for p, m in routes if p.fullmatch(scope["path"])), None)
@@ -94,6 +120,7 @@ def allow_cross_origin(app: Litestar, origins: tuple[str, ...]) -> None:
                     "status": 204,
                     "headers": [
                         *allow,
+                        (b"vary", b"Origin"),
                         (b"access-control-allow-methods", methods.encode()),
                         (b"access-control-allow-headers", ALLOWED_HEADERS.encode()),
                         (b"access-control-max-age", str(MAX_AGE_SECONDS).encode()),
@@ -108,7 +135,7 @@ def allow_cross_origin(app: Litestar, origins: tuple[str, ...]) -> None:
                 message = {
                     **message,
                     "headers": [
-                        *message.get("headers", ()),
+                        *_varied(message.get("headers", ())),
                         *allow,
                         (b"access-control-expose-headers", EXPOSED_HEADERS.encode()),
                     ],
