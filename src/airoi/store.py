@@ -28,13 +28,17 @@ from typing import Any, ParamSpec, TypeVar
 
 from anyio import to_thread
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import QueuePool
 
-from airoi.db.engine import missing_sqlite_file
+from airoi.db.engine import sqlite_file
 from airoi.failures import database_unavailable
 
 BUSY_MESSAGE = "The service is busy; try again shortly."
+# An SQLite file's header: its file format write version (byte 18) is 2 in WAL mode, 1 in the
+# rollback-journal modes (https://sqlite.org/fileformat.html, 1.3.3).
+_SQLITE_HEADER = 20
+_WRITE_VERSION = 18
+_WAL = 2
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -44,17 +48,19 @@ def read_in_place(engine: Engine) -> bool:
     an SQLite file in WAL mode (every load leaves it so), on this machine, whose readers no
     writer leaves waiting. In another journal mode (set by hand) a writer's lock leaves each
     reader waiting up to the busy timeout, the event loop with it: that store is read in
-    worker threads, as a server is. Asked once, when the app is made."""
+    worker threads, as a server is. Asked once, when the app is made, of the file's header
+    (WAL is a mark there that every connection keeps to), so no connection is opened."""
     if engine.dialect.name != "sqlite":
         return False
-    if missing_sqlite_file(engine) is not None:
-        return False  # nothing to read, and opening it would make an empty file
+    path = sqlite_file(engine.url)
+    if path is None:  # memory has no other writer; a URI's file is taken as one that can wait
+        return engine.url.database in (None, "", ":memory:")
     try:
-        with engine.connect() as connection:
-            mode = connection.exec_driver_sql("PRAGMA journal_mode").scalar()
-    except OperationalError:  # locked or unreadable now: taken as a store that can wait
+        with open(path, "rb") as file:
+            header = file.read(_SQLITE_HEADER)
+    except OSError:  # not there (nothing to read) or unreadable
         return False
-    return str(mode).lower() in ("wal", "memory")
+    return len(header) == _SQLITE_HEADER and header[_WRITE_VERSION] == _WAL
 
 
 def pool_capacity(engine: Engine) -> int:

@@ -72,7 +72,7 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def _sqlite_file(url: URL) -> str | None:
+def sqlite_file(url: URL) -> str | None:
     """The path of an SQLite store's file; None for a URI, memory or another database."""
     database = url.database
     if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
@@ -86,7 +86,7 @@ def missing_sqlite_file(engine: Engine) -> str | None:
     """The path of the engine's SQLite file when there is none (a path mistyped, a store
     never made): opening it would make an empty one. None for a file that is there, a URI,
     memory or another database."""
-    path = _sqlite_file(engine.url)
+    path = sqlite_file(engine.url)
     return None if path is None or os.path.exists(path) else path
 
 
@@ -125,7 +125,7 @@ def make_engine(
 
         if statement_timeout_ms is not None:
             _arm_sqlite_timeout(engine)
-        path = _sqlite_file(parsed)
+        path = sqlite_file(parsed)
         if read_only and path is not None:
             _open_only_what_is_there(engine, path)
         return engine
