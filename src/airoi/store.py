@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
@@ -34,11 +36,8 @@ from airoi.db.engine import sqlite_file
 from airoi.failures import database_unavailable
 
 BUSY_MESSAGE = "The service is busy; try again shortly."
-# An SQLite file's header: its file format write version (byte 18) is 2 in WAL mode, 1 in the
-# rollback-journal modes (https://sqlite.org/fileformat.html, 1.3.3).
-_SQLITE_HEADER = 20
-_WRITE_VERSION = 18
-_WAL = 2
+# How long the journal mode is waited for, when the app is made, behind a writer's lock.
+_PROBE_WAIT_S = 1.0
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -48,19 +47,26 @@ def read_in_place(engine: Engine) -> bool:
     an SQLite file in WAL mode (every load leaves it so), on this machine, whose readers no
     writer leaves waiting. In another journal mode (set by hand) a writer's lock leaves each
     reader waiting up to the busy timeout, the event loop with it: that store is read in
-    worker threads, as a server is. Asked once, when the app is made, of the file's header
-    (WAL is a mark there that every connection keeps to), so no connection is opened."""
+    worker threads, as a server is. Asked once, when the app is made, on a connection of its
+    own outside the engine's pool. Never by reading the file itself: closing a descriptor of
+    a file SQLite has open drops every lock this process holds on it (POSIX), and another
+    process then takes the store as unused (a disk I/O error here)."""
     if engine.dialect.name != "sqlite":
         return False
     path = sqlite_file(engine.url)
     if path is None:  # memory has no other writer; a URI's file is taken as one that can wait
         return engine.url.database in (None, "", ":memory:")
+    if not os.path.exists(path):
+        return False  # nothing to read, and opening it would make an empty file
     try:
-        with open(path, "rb") as file:
-            header = file.read(_SQLITE_HEADER)
-    except OSError:  # not there (nothing to read) or unreadable
+        probe = sqlite3.connect(path, timeout=_PROBE_WAIT_S)
+        try:
+            mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            probe.close()
+    except sqlite3.Error:  # locked or unreadable now: taken as a store that can wait
         return False
-    return len(header) == _SQLITE_HEADER and header[_WRITE_VERSION] == _WAL
+    return str(mode).lower() == "wal"
 
 
 def pool_capacity(engine: Engine) -> int:
