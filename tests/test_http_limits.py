@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from airoi.db.engine import make_engine
+from airoi.db.migrate import upgrade
 from airoi.serving import MAX_BODY_BYTES, MAX_HEAD_BYTES, MAX_TARGET_BYTES
 from airoi.settings import DEFAULT_HEADER_TIMEOUT_SECONDS, Settings
 from tests.conftest import _empty
@@ -375,3 +376,55 @@ def test_demo_serve_holds_the_same_limits(tmp_path: Path) -> None:
     finally:
         demo.terminate()
         demo.wait(timeout=30)
+
+
+def test_a_client_gone_mid_body_is_logged_and_counted_as_such_not_as_a_failure(
+    tmp_path: Path,
+) -> None:
+    # A client that went away while its /mcp body was read, or whose body the server
+    # refused as the app read it, was logged as the tool SDK's ERROR with an access line of
+    # 500 under another request id, and counted as a 500: any client could fill the error
+    # log and the 5xx rate at will.
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    token = b.token(b.user(b.account()), secret=f"airoi_{uuid.uuid4().hex}{uuid.uuid4().hex}")
+    b.load(engine)
+    engine.dispose()
+    log = tmp_path / "serve.log"
+    env = {"AIROI_HEADER_TIMEOUT_SECONDS": str(TIMEOUT), "AIROI_LOG_FORMAT": "json"}
+    with airoi_serve(url, stderr_to=log, **env) as port:
+        with connect(port) as sock:  # gone with 20 of the 100 bytes said
+            sock.sendall(mcp_post(token, b'{"jsonrpc": "2.0", ', length=100))
+        with connect(port) as sock:  # a chunked body past the limit, refused as it is read
+            sock.sendall(mcp_post(token, b"", chunked=True))
+            chunk = b"%x\r\n%s\r\n" % (64 * 1024, b" " * 64 * 1024)
+            try:
+                for _ in range(MAX_BODY_BYTES // (64 * 1024) + 1):
+                    sock.sendall(chunk)
+            except OSError:
+                pass
+            refused = read_answer(sock)
+        assert refused.status == 413
+        refused_id = refused.error()["request_id"]
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:  # until both access lines are written
+            lines = [json.loads(line) for line in log.read_text().splitlines() if line]
+            access = [line for line in lines if line["logger"] == "airoi.access"]
+            if len(access) >= 3:  # the /healthz of start-up, and the two
+                break
+            time.sleep(0.1)
+        metrics = request(port, get("/metrics", "")).body.decode()
+    posts = [line for line in access if line["method"] == "POST"]
+    assert sorted(line["status"] for line in posts) == [413, 499], posts
+    assert all(line["route"] == "/mcp" for line in posts)
+    # The refusal's one warning line and the access line name the same request.
+    (warning,) = [line for line in lines if line["logger"] == "airoi.http"]
+    assert warning["level"] == "WARNING"
+    assert "refused 413 while the app read it" in warning["message"]
+    assert refused_id in warning["message"]
+    assert [line["request_id"] for line in posts if line["status"] == 413] == [refused_id]
+    assert [line for line in lines if line["level"] == "ERROR"] == []
+    assert 'route="/mcp",status="500"' not in metrics
+    assert 'route="/mcp",status="499"' in metrics

@@ -129,6 +129,9 @@ def raised_at(tb: TracebackType | None) -> str:
 LIBRARY_LOGGERS = ("sqlalchemy", "psycopg", "mcp")
 # A library's message is kept up to the first character that may start a value put into it
 # (a repr, a quoted string, key=value, a host:port, a %-placeholder).
+# The exception a request's body raises, read after its client went away (the tool
+# endpoint's SDK logs it as an error of its own).
+CLIENT_DISCONNECT = "ClientDisconnect"
 _FIXED_WORDS = re.compile(r"[^<>'\"=(:@/%\[{]*")
 
 
@@ -136,10 +139,12 @@ class LibraryRecord(logging.Filter):
     """Rewrites a library's record to its fixed words and the class of its exception."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if type(exc).__name__ == CLIENT_DISCONNECT:
+            return False  # the client's departure, not a failure: its access line says 499
         text = record.msg if isinstance(record.msg, str) else type(record.msg).__name__
         matched = _FIXED_WORDS.match(text)
         words = matched.group().strip() if matched else ""
-        exc = record.exc_info[1] if record.exc_info else None
         classes = [failure_class(exc)] if exc is not None else []
         args = record.args if isinstance(record.args, tuple) else ()
         classes += [failure_class(a) for a in args if isinstance(a, BaseException)]

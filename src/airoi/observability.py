@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
 SCOPE_KEY = "airoi.request"
+# What a request is logged and counted as when its client went away before the answer.
+CLIENT_CLOSED = 499
 REQUEST_ID_HEADER = "X-Request-Id"
 METRICS_PATH = "/metrics"
 # Set by `airoi serve` for its workers (the library reads it when first imported).
@@ -94,6 +96,12 @@ class RequestContext:
     # Gives back the request's place at the store's gate (airoi.store): when its answer
     # starts, or when it ends.
     leave_gate: Callable[[], None] | None = None
+    # The client went away before its answer began (its body cut short): logged and counted
+    # as 499, the status proxies give a request its client closed, not as the app's failure.
+    client_gone: bool = False
+    # The server refused the request's body while the app read it (413, 408: airoi.serving)
+    # and answered so itself: logged and counted under that status.
+    refused: int | None = None
 
     def hold(self, engine: Engine) -> Connection:
         """The request's connection, taken on first call (airoi.db.shelf): only ever called
@@ -395,6 +403,15 @@ def observe(app: Litestar, metrics: Metrics) -> None:
         status = 500
         answered = False
 
+        if scope["method"] == "POST":  # the one method served with a body (/mcp, OAuth)
+            read = receive
+
+            async def receive() -> Message:
+                message = await read()
+                if message["type"] == "http.disconnect" and not answered:
+                    context.client_gone = True
+                return message
+
         async def send_with_headers(message: Message) -> None:
             nonlocal status, answered
             if message["type"] == "http.response.start":
@@ -426,6 +443,10 @@ def observe(app: Litestar, metrics: Metrics) -> None:
             context.leave()
             context.scope = None  # no cycle through the scope: freed by reference counting
             seconds = time.perf_counter() - started
+            if context.refused is not None:
+                status = context.refused
+            elif context.client_gone and (not answered or status >= 500):
+                status = CLIENT_CLOSED
             route, path = asked(scope)
             method = context.method if context.method in _METHODS else "other"
             metrics.observe(method, route, status, seconds)

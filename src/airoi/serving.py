@@ -35,6 +35,7 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from airoi.errors import ErrorBody, ErrorDetail
+from airoi.observability import request_context
 from airoi.settings import HEADER_TIMEOUT_ENV, header_timeout_from_env
 
 MAX_HEAD_BYTES = 16 * 1024
@@ -75,9 +76,16 @@ def body_too_large() -> Refused:
     return Refused(413, f"The request's body passes {MAX_BODY_BYTES} bytes; send less.")
 
 
-def refusal(status: int, message: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
-    """A whole response: SPEC 7's body, and `Connection: close`."""
-    request_id = uuid.uuid4().hex
+def refusal(
+    status: int,
+    message: str,
+    default_headers: list[tuple[bytes, bytes]],
+    request_id: str | None = None,
+) -> bytes:
+    """A whole response: SPEC 7's body, and `Connection: close`. `request_id` is the app's
+    for a request it was reading (its access line then says this status too)."""
+    where = "before the app" if request_id is None else "while the app read it"
+    request_id = request_id or uuid.uuid4().hex
     body = _encode(
         ErrorBody(error=ErrorDetail(status=status, message=message, request_id=request_id))
     )
@@ -91,7 +99,7 @@ def refusal(status: int, message: str, default_headers: list[tuple[bytes, bytes]
         b"connection: close\r\n\r\n",
         body,
     ]
-    log.warning("refused %d before the app: %s (request %s)", status, message, request_id)
+    log.warning("refused %d %s: %s (request %s)", status, where, message, request_id)
     return b"".join(lines)
 
 
@@ -144,10 +152,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.refused = True
         self._disarm()
         cycle = self.cycle
-        if cycle is not None and not cycle.response_complete:
-            # The app, if it is reading this request's body, sees the client gone.
-            cycle.disconnected = True
-            cycle.message_event.set()
         # An answer has begun and not ended (this request's, or the one before a pipelined
         # or kept-alive head), or this request is answered: no other can follow it.
         answered = (
@@ -155,10 +159,25 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             and cycle.response_started
             and (not cycle.response_complete or not self.in_head)
         )
+        request_id = None
+        if cycle is not None and not cycle.response_complete:
+            # The app, if it is reading this request's body, sees the client gone; a request
+            # it has is answered under its own id, and its access line says this status.
+            cycle.disconnected = True
+            cycle.message_event.set()
+            context = request_context(cycle.scope) if not answered else None  # type: ignore[arg-type]
+            if context is not None:
+                context.refused = refused.status
+                request_id = context.request_id
         if not self.transport.is_closing():
             if not answered:
                 self.transport.write(
-                    refusal(refused.status, refused.message, self.server_state.default_headers)
+                    refusal(
+                        refused.status,
+                        refused.message,
+                        self.server_state.default_headers,
+                        request_id,
+                    )
                 )
             self.transport.close()
 
