@@ -11,7 +11,7 @@ import re
 import secrets
 from datetime import timedelta
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import anyio
 import httpx
@@ -698,6 +698,63 @@ def test_refresh_tokens_rotate(oauth_client: Client, pats: dict[str, str]) -> No
     assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
     assert mcp(oauth_client, second_tokens["access_token"]).status_code == 401
     assert refresh(oauth_client, reg, second_tokens["refresh_token"]).status_code == 400
+
+
+def test_a_client_of_client_secret_basic_authenticates_by_the_header_alone(
+    oauth_client: Client, pats: dict[str, str]
+) -> None:
+    # The metadata names client_secret_basic and registration grants it, but the token
+    # endpoint answered 401 "Missing client_id" to a client giving its id and secret in the
+    # Basic header alone, as RFC 6749 2.3.1 has it (the form need not repeat the id).
+    reg = register(oauth_client, token_endpoint_auth_method="client_secret_basic")
+    assert reg["token_endpoint_auth_method"] == "client_secret_basic"
+
+    def basic(client_id: str, secret: str) -> dict[str, str]:
+        pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+
+    verifier, challenge = pkce()
+    got = code_of(
+        sign_in(
+            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
+        )
+    )
+    form = {
+        "grant_type": "authorization_code",
+        "code": got["code"],
+        "redirect_uri": REDIRECT,
+        "code_verifier": verifier,
+        "resource": RESOURCE,
+    }
+    wrong = oauth_client.post(
+        "/oauth/token", data=form, headers=basic(reg["client_id"], "not-the-secret")
+    )
+    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+    issued = oauth_client.post(
+        "/oauth/token", data=form, headers=basic(reg["client_id"], reg["client_secret"])
+    )
+    assert issued.status_code == 200, issued.text
+    tokens_issued = issued.json()
+    assert mcp(oauth_client, tokens_issued["access_token"]).status_code == 200
+    again = {"grant_type": "refresh_token", "refresh_token": tokens_issued["refresh_token"]}
+    refreshed = oauth_client.post(
+        "/oauth/token", data=again, headers=basic(reg["client_id"], reg["client_secret"])
+    )
+    assert refreshed.status_code == 200, refreshed.text
+    # An id in the form that is not the header's, or the secret in the form alone, is refused.
+    other = register(oauth_client)
+    mixed = oauth_client.post(
+        "/oauth/token",
+        data={
+            **again,
+            "refresh_token": refreshed.json()["refresh_token"],
+            "client_id": other["client_id"],
+        },
+        headers=basic(reg["client_id"], reg["client_secret"]),
+    )
+    assert mixed.status_code == 401
+    posted = refresh(oauth_client, reg, refreshed.json()["refresh_token"])
+    assert posted.status_code == 401 and posted.json()["error"] == "invalid_client"
 
 
 def test_a_refresh_token_belongs_to_its_client(oauth_client: Client, pats: dict[str, str]) -> None:

@@ -43,6 +43,7 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl, ValidationError
 from sqlalchemy import Engine
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import request_response
@@ -87,13 +88,36 @@ def current_base() -> str:
     return _BASE.get()
 
 
+def basic_credentials(request: Request) -> tuple[str, str] | None:
+    """The client id and secret of the request's `Authorization: Basic` header (RFC 6749
+    2.3.1: each form-encoded, joined by a colon, in base64); None when it has no such header.
+    A malformed one is an `AuthenticationError`."""
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Basic "):
+        return None
+    try:
+        decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise AuthenticationError("Invalid Basic authentication") from None
+    client_id, colon, secret = decoded.partition(":")
+    if not colon or not client_id:
+        raise AuthenticationError("Invalid Basic authentication")
+    return unquote(client_id), unquote(secret)
+
+
 class HashedSecretAuthenticator(ClientAuthenticator):
     """The SDK's client authentication at the token endpoint, against the hash of the client
-    secret that is all the store keeps (RegisteredClient.client_secret holds it)."""
+    secret that is all the store keeps (RegisteredClient.client_secret holds it). A client of
+    `client_secret_basic` may name itself in the Basic header alone (RFC 6749 2.3.1)."""
 
     async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
         form = await request.form()
+        basic = basic_credentials(request)
         client_id = form.get("client_id")
+        if basic is not None:
+            if client_id and client_id != basic[0]:
+                raise AuthenticationError("Invalid Basic authentication")
+            client_id = basic[0]
         if not isinstance(client_id, str) or not client_id:
             raise AuthenticationError("Missing client_id")
         client = await self.provider.get_client(client_id)
@@ -102,17 +126,9 @@ class HashedSecretAuthenticator(ClientAuthenticator):
         given: str | None = None
         method = client.token_endpoint_auth_method
         if method == "client_secret_basic":
-            header = request.headers.get("Authorization", "")
-            if not header.startswith("Basic "):
+            if basic is None:
                 raise AuthenticationError("Missing Basic authentication")
-            try:
-                decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
-            except (ValueError, binascii.Error, UnicodeDecodeError):
-                raise AuthenticationError("Invalid Basic authentication") from None
-            basic_id, colon, secret = decoded.partition(":")
-            if not colon or unquote(basic_id) != client_id:
-                raise AuthenticationError("Invalid Basic authentication")
-            given = unquote(secret)
+            given = basic[1]
         elif method == "client_secret_post":
             posted = form.get("client_secret")
             given = posted if isinstance(posted, str) else None
@@ -139,6 +155,17 @@ class CheckedTokenHandler(TokenHandler):
 
     async def handle(self, request: Request) -> Response:
         form = await request.form()  # kept by the request for the SDK's own reading
+        if not form.get("client_id"):
+            # A client authenticating by the Basic header need not repeat its id in the form
+            # (RFC 6749 2.3.1), where the SDK's models require it: the form the request keeps
+            # gains it. A malformed header is the authenticator's to refuse.
+            try:
+                basic = basic_credentials(request)
+            except AuthenticationError:
+                basic = None
+            if basic is not None:
+                form = FormData([*form.multi_items(), ("client_id", basic[0])])
+                request._form = form  # the parsed form Starlette keeps for every reader
         grant_type = form.get("grant_type")
         if not grant_type:
             return _token_error("invalid_request", "The grant_type is required.")
