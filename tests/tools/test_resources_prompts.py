@@ -408,3 +408,19 @@ def test_a_month_not_yet_begun_is_refused() -> None:
         -32602,
         "The month must not be later than the current one.",
     )
+
+
+@pytest.mark.parametrize("month", ["0000-12", "0001-01"])
+def test_a_month_without_a_month_before_in_the_calendar_is_refused(month: str) -> None:
+    # The review compares the month with the one before: for these there is none (year 0 is
+    # no calendar year), and the prompt failed with an error of the SDK's, code 0.
+    with pytest.raises(MCPError) as refused:
+        monthly_roi_review(Toolbox(RICHER), date(2026, 6, 15), month)
+    assert (refused.value.code, str(refused.value)) == (
+        -32602,
+        "The month must be 0001-02 or later.",
+    )
+    # The first month that has one is reviewed (in the whole history).
+    review = monthly_roi_review(Toolbox(RICHER), date(2026, 6, 15), "0001-02")
+    assert "review for February 0001" in review
+    assert "the row keyed 0001-01-01 (the month before)" in review

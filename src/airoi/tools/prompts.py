@@ -33,6 +33,7 @@ from airoi.vocabulary import Window
 
 PLACEHOLDER: Final = re.compile(r'"(<[a-z_]+>)"')
 MONTH: Final = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
+FIRST_MONTH: Final = (1, 2)  # the first month with a month before it in the calendar
 WINDOWS: Final[tuple[Window, ...]] = ("1yr", "3yr", "5yr", "all")
 WINDOW_WORDS: Final[dict[str, str]] = {
     "1yr": "trailing year",
@@ -141,10 +142,13 @@ def monthly_roi_review(tools: Toolbox, today: date, month: str | None) -> str:
         matched = MONTH.fullmatch(month)
         if matched is None:
             raise _refused("The month must be written YYYY-MM, such as 2026-05.")
-        first = date(int(matched[1]), int(matched[2]), 1)
+        year, number = int(matched[1]), int(matched[2])
+        if (year, number) < FIRST_MONTH:  # it and the month before must be calendar months
+            raise _refused("The month must be 0001-02 or later.")
+        first = date(year, number, 1)
         if first > today:
             raise _refused("The month must not be later than the current one.")
-    label = f"{first:%B %Y}"
+    label = f"{first:%B} {first.year:04d}"  # %Y is not four digits before year 1000 here
     previous = month_before(first)
     steps = [
         f"{call('get_roi_summary', {'window': '1yr'})} for the portfolio's trailing year, and "
