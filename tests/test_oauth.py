@@ -183,6 +183,37 @@ def test_a_401_from_mcp_names_its_resource_metadata(oauth_client: Client) -> Non
     assert api.headers["www-authenticate"] == 'Bearer realm="airoi"'
 
 
+def test_a_refused_token_is_said_invalid_in_the_challenge(
+    oauth_client: Client, pats: dict[str, str], engine: Engine
+) -> None:
+    # RFC 6750 3.1: a token sent and refused is error="invalid_token" (a client then gets
+    # another, instead of sending it again); none sent, or no bearer one, says only the realm.
+    metadata = f'resource_metadata="{BASE}/.well-known/oauth-protected-resource/mcp"'
+    refused = [f"Bearer {'x' * 43}", f"Bearer {pats['owner']}"]
+    revoke_token(engine, pats["owner"])
+    for authorization in refused:
+        api = oauth_client.get("/api/v1/initiatives", headers={"Authorization": authorization})
+        assert api.status_code == 401
+        assert api.headers["www-authenticate"] == 'Bearer realm="airoi", error="invalid_token"'
+        tool = oauth_client.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": authorization}
+        )
+        assert tool.status_code == 401
+        assert tool.headers["www-authenticate"] == (
+            f'Bearer realm="airoi", error="invalid_token", {metadata}'
+        )
+    basic = oauth_client.get("/api/v1/initiatives", headers={"Authorization": "Basic eDp5"})
+    assert basic.headers["www-authenticate"] == 'Bearer realm="airoi"'
+    # An access token of a grant whose personal token was revoked: the same.
+    _, issued = grant(oauth_client, pats["other"])
+    revoke_token(engine, pats["other"])
+    ended = mcp(oauth_client, issued["access_token"])
+    assert ended.status_code == 401
+    assert ended.headers["www-authenticate"] == (
+        f'Bearer realm="airoi", error="invalid_token", {metadata}'
+    )
+
+
 def test_metadata_documents(oauth_client: Client) -> None:
     for path in (
         "/.well-known/oauth-protected-resource",

@@ -58,7 +58,7 @@ from airoi.api.common import (
     provide_reading,
 )
 from airoi.apidocs import ApiDocsPage, api_index, docs_router
-from airoi.auth import Principal, authenticate, authorization_of, bearer_secret
+from airoi.auth import INVALID_TOKEN, Principal, authenticate, authorization_of, bearer_secret
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
 from airoi.db import shelf
@@ -147,7 +147,10 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
             # an OAuth client can find how to get a token (airoi.oauth).
             if refusal.status == 401 and connection.scope["path"] == MCP_PATH:
                 settings: Settings = connection.app.state.settings
-                refusal.headers["WWW-Authenticate"] = challenge(connection.scope, settings)
+                invalid = INVALID_TOKEN in refusal.headers.get("WWW-Authenticate", "")
+                refusal.headers["WWW-Authenticate"] = challenge(
+                    connection.scope, settings, invalid_token=invalid
+                )
             raise
 
     async def _authenticate(

@@ -34,8 +34,16 @@ class Principal:
     fiscal_year_start_month: int
 
 
-def _unauthorized(message: str) -> ApiError:
-    return ApiError(401, message, headers={"WWW-Authenticate": 'Bearer realm="airoi"'})
+REALM = 'Bearer realm="airoi"'
+# Said when a token was sent and is refused (unknown, revoked, expired, its holder removed):
+# RFC 6750 3.1's code, which tells a client to get another token, not to send this one again.
+INVALID_TOKEN = 'error="invalid_token"'  # noqa: S105 - a challenge's parameter
+
+
+def unauthorized(message: str, *, invalid_token: bool = False) -> ApiError:
+    """A 401 with its challenge: no token (or no bearer one) sent, or `invalid_token`."""
+    challenge = f"{REALM}, {INVALID_TOKEN}" if invalid_token else REALM
+    return ApiError(401, message, headers={"WWW-Authenticate": challenge})
 
 
 def authorization_of(scope: Mapping[str, Any]) -> str | None:
@@ -49,11 +57,11 @@ def authorization_of(scope: Mapping[str, Any]) -> str | None:
 
 def bearer_secret(authorization: str | None) -> str:
     if not authorization:
-        raise _unauthorized("A bearer token is required: send Authorization: Bearer <token>.")
+        raise unauthorized("A bearer token is required: send Authorization: Bearer <token>.")
     scheme, _, secret = authorization.strip().partition(" ")
     secret = secret.strip()
     if scheme.lower() != "bearer" or not secret:
-        raise _unauthorized("The Authorization header must be: Bearer <token>.")
+        raise unauthorized("The Authorization header must be: Bearer <token>.")
     return secret
 
 
@@ -93,14 +101,14 @@ def authenticate(
         else cache.row(conn, asked["token_hash"], lambda c: _TOKEN_LOOKUP.first(c, asked))
     )
     if row is None:
-        raise _unauthorized("The token is not valid.")
+        raise unauthorized("The token is not valid.", invalid_token=True)
     expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row
     if revoked_at is not None:
-        raise _unauthorized("The token is not valid.")
+        raise unauthorized("The token is not valid.", invalid_token=True)
     if expires_at is not None and expires_at <= (now or utc_now()):
-        raise _unauthorized("The token has expired.")
+        raise unauthorized("The token has expired.", invalid_token=True)
     if removed_at is not None:
-        raise _unauthorized("The token's holder can no longer open the account.")
+        raise unauthorized("The token's holder can no longer open the account.", invalid_token=True)
     if not api_access:
         raise ApiError(403, "This account's plan does not include API access.")
     return Principal(

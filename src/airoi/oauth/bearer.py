@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
 
-from airoi.auth import Principal, authenticate, bearer_secret
+from airoi.auth import INVALID_TOKEN, REALM, Principal, authenticate, bearer_secret, unauthorized
 from airoi.db.prepared import Prepared
 from airoi.db.tables import accounts, oauth_tokens, tokens, users
 from airoi.errors import ApiError
@@ -46,17 +46,19 @@ _ACCESS_LOOKUP = Prepared(
 )
 
 
-def challenge(scope: Mapping[str, Any], settings: Settings) -> str:
-    """/mcp's WWW-Authenticate: the realm, and where its protected resource metadata is
-    (RFC 9728, 5.1), so an OAuth client can find how to get a token."""
+def challenge(scope: Mapping[str, Any], settings: Settings, *, invalid_token: bool) -> str:
+    """/mcp's WWW-Authenticate: the realm, the refused token's error code (RFC 6750 3.1),
+    and where its protected resource metadata is (RFC 9728, 5.1), so an OAuth client can
+    find how to get a token."""
+    said = f"{REALM}, {INVALID_TOKEN}" if invalid_token else REALM
     base = base_url(scope, settings)
     if base is None:
-        return 'Bearer realm="airoi"'
-    return f'Bearer realm="airoi", resource_metadata="{resource_metadata_url(base)}"'
+        return said
+    return f'{said}, resource_metadata="{resource_metadata_url(base)}"'
 
 
 def _refused(message: str) -> ApiError:
-    return ApiError(401, message, headers={"WWW-Authenticate": 'Bearer realm="airoi"'})
+    return unauthorized(message, invalid_token=True)
 
 
 def authenticate_mcp(
