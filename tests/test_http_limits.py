@@ -235,6 +235,19 @@ def test_a_connection_that_sends_nothing_is_closed(served: tuple[int, str]) -> N
     assert answer.data == b""  # no request, no answer
 
 
+def chunked_past_the_limit(port: int, token: str) -> Answer:
+    """A /mcp POST whose chunked body (no length said) grows past the limit; its answer."""
+    with connect(port) as sock:
+        sock.sendall(mcp_post(token, b"", chunked=True))
+        chunk = b"%x\r\n%s\r\n" % (64 * 1024, b" " * 64 * 1024)
+        try:
+            for _ in range(MAX_BODY_BYTES // (64 * 1024) + 1):
+                sock.sendall(chunk)
+        except OSError:
+            pass
+        return read_answer(sock)
+
+
 def test_a_body_that_stops_short_is_answered_408(served: tuple[int, str]) -> None:
     port, token = served
     with connect(port) as sock:
@@ -255,15 +268,7 @@ def test_a_body_past_1_mib_on_mcp_is_answered_413(served: tuple[int, str]) -> No
     assert answer.closed
     assert "1048576 bytes" in answer.error()["message"]
     # Chunked, with no length said: refused when it passes the limit.
-    with connect(port) as sock:
-        sock.sendall(mcp_post(token, b"", chunked=True))
-        chunk = b"%x\r\n%s\r\n" % (64 * 1024, b" " * 64 * 1024)
-        try:
-            for _ in range(MAX_BODY_BYTES // (64 * 1024) + 1):
-                sock.sendall(chunk)
-        except OSError:
-            pass
-        answer = read_answer(sock)
+    answer = chunked_past_the_limit(port, token)
     assert answer.status == 413
     assert answer.closed
 
@@ -397,15 +402,7 @@ def test_a_client_gone_mid_body_is_logged_and_counted_as_such_not_as_a_failure(
     with airoi_serve(url, stderr_to=log, **env) as port:
         with connect(port) as sock:  # gone with 20 of the 100 bytes said
             sock.sendall(mcp_post(token, b'{"jsonrpc": "2.0", ', length=100))
-        with connect(port) as sock:  # a chunked body past the limit, refused as it is read
-            sock.sendall(mcp_post(token, b"", chunked=True))
-            chunk = b"%x\r\n%s\r\n" % (64 * 1024, b" " * 64 * 1024)
-            try:
-                for _ in range(MAX_BODY_BYTES // (64 * 1024) + 1):
-                    sock.sendall(chunk)
-            except OSError:
-                pass
-            refused = read_answer(sock)
+        refused = chunked_past_the_limit(port, token)  # refused as it is read
         assert refused.status == 413
         refused_id = refused.error()["request_id"]
         deadline = time.monotonic() + WAIT

@@ -148,6 +148,15 @@ def refresh(client: Client, reg: dict[str, Any], token: str) -> Any:
     )
 
 
+def signed_code(client: Client, reg: dict[str, Any], pat: str) -> tuple[str, dict[str, str]]:
+    """Authorize `reg` and sign in with `pat`: the PKCE verifier, and what the redirect
+    carried (the code, the state, the issuer)."""
+    verifier, challenge = pkce()
+    return verifier, code_of(
+        sign_in(client, authorize(client, reg, challenge).headers["location"], pat)
+    )
+
+
 def grant(client: Client, pat: str, **metadata: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """A whole grant: registration, sign-in, code exchange; the client and its tokens."""
     reg = register(client, **metadata)
@@ -575,12 +584,7 @@ def test_a_code_is_used_once_and_needs_its_verifier(
     oauth_client: Client, pats: dict[str, str]
 ) -> None:
     reg = register(oauth_client)
-    verifier, challenge = pkce()
-    got = code_of(
-        sign_in(
-            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
-        )
-    )
+    verifier, got = signed_code(oauth_client, reg, pats["owner"])
     wrong = exchange(oauth_client, reg, got["code"], secrets.token_urlsafe(48))
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
     assert exchange(oauth_client, reg, got["code"], verifier).status_code == 200
@@ -593,12 +597,7 @@ def test_a_code_presented_again_ends_the_tokens_of_its_first_use(
 ) -> None:
     # OAuth 2.1 4.1.3: a code used twice means someone else holds a copy.
     reg = register(oauth_client)
-    verifier, challenge = pkce()
-    got = code_of(
-        sign_in(
-            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
-        )
-    )
+    verifier, got = signed_code(oauth_client, reg, pats["owner"])
     first = exchange(oauth_client, reg, got["code"], verifier)
     assert first.status_code == 200
     issued = first.json()
@@ -628,12 +627,7 @@ def test_a_token_request_for_another_resource_is_refused(
 ) -> None:
     # RFC 8707: a `resource` at the token endpoint must be the one the grant was made for.
     reg = register(oauth_client)
-    verifier, challenge = pkce()
-    got = code_of(
-        sign_in(
-            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
-        )
-    )
+    verifier, got = signed_code(oauth_client, reg, pats["owner"])
     request = {
         "grant_type": "authorization_code",
         "code": got["code"],
@@ -744,12 +738,7 @@ def test_a_client_of_client_secret_basic_authenticates_by_the_header_alone(
         pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
         return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
 
-    verifier, challenge = pkce()
-    got = code_of(
-        sign_in(
-            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
-        )
-    )
+    verifier, got = signed_code(oauth_client, reg, pats["owner"])
     form = {
         "grant_type": "authorization_code",
         "code": got["code"],
@@ -890,12 +879,7 @@ def test_an_expired_access_token_is_refused(
 
 def test_codes_expire(oauth_client: Client, pats: dict[str, str], engine: Engine) -> None:
     reg = register(oauth_client)
-    verifier, challenge = pkce()
-    got = code_of(
-        sign_in(
-            oauth_client, authorize(oauth_client, reg, challenge).headers["location"], pats["owner"]
-        )
-    )
+    verifier, got = signed_code(oauth_client, reg, pats["owner"])
     with engine.begin() as conn:
         conn.execute(update(oauth_codes).values(expires_at=utc_now() - timedelta(seconds=1)))
     assert exchange(oauth_client, reg, got["code"], verifier).json()["error"] == "invalid_grant"
