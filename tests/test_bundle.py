@@ -1746,6 +1746,36 @@ def test_a_lone_surrogate_is_refused_by_field(engine: Engine, tmp_path: Path) ->
     assert one(engine, tables.initiatives, id=5)["title"] == "Support \U0001f600 bot"
 
 
+@pytest.mark.parametrize(
+    ("number", "why"),
+    [
+        ("1e300000000", "holds an integer past 64 bits"),  # minutes of CPU, the lock held
+        ("1e5000", "holds an integer past 64 bits"),  # a traceback (4,300 digits at most)
+        ("1e400", "holds an integer past 64 bits"),  # kept as 401 digits
+        ("9223372036854775808", "holds an integer past 64 bits"),
+        ("7" * 5000, "holds an integer past 64 bits"),  # was kept cut to 100 digits
+        ("1.5e400", "holds an integer past 64 bits"),  # a JSON number: 15 and 399 zeros
+    ],
+)
+def test_a_number_in_a_setting_past_what_is_stored_is_refused(
+    engine: Engine, tmp_path: Path, number: str, why: str
+) -> None:
+    bundle = base_bundle()
+    text = json.dumps(bundle).replace('"sk-test"', '"sk-test", "k": ' + number)
+    path = tmp_path / "bundle.json"
+    path.write_text(text)
+    assert refused(engine, path) == [f"integrations[id=4].credentials: {why}"]
+    # What fits is kept as given.
+    path.write_text(
+        json.dumps(bundle).replace(
+            '"sk-test"', '"sk-test", "k": 9223372036854775807, "f": 1.5, "z": 1e-300000000'
+        )
+    )
+    loaded(engine, path)
+    credentials = one(engine, tables.integrations, id=4)["credentials"]
+    assert credentials["k"] == 2**63 - 1 and credentials["f"] == 1.5 and credentials["z"] == 0.0
+
+
 def test_a_persons_name_holding_an_e_mail_address_is_refused_by_field(engine: Engine) -> None:
     # SEMANTICS R15: a person's name is served (owner, decided_by, set_by, connected_by), an
     # e-mail address never; SPEC 2.1: names only. The problem line does not repeat the text.

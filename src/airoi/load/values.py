@@ -237,10 +237,25 @@ def plain_json(value: Any) -> Any:
     if isinstance(value, list):
         return [plain_json(item) for item in value]
     if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+        return _plain_number(value)
+    if type(value) is int and not fits_int64(value):  # the reader cuts a run of digits at
+        raise Bad("holds an integer past 64 bits")  # 100 (airoi.load.texts): never kept cut
     if isinstance(value, str):
         return _text_in_json(value)
     return value
+
+
+def _plain_number(value: Decimal) -> int | float:
+    """A number in a setting as it is stored: an integer of at most 64 bits, or a float.
+    Past 64 bits it is refused before any conversion (an integer written 1e300000000 took
+    minutes of CPU to make, the store's lock held)."""
+    if not value.is_finite():
+        raise Bad("holds a number that is not finite")
+    if value == value.to_integral_value():
+        if value.adjusted() > 18 or not fits_int64(int(value)):
+            raise Bad("holds an integer past 64 bits")
+        return int(value)
+    return float(value)
 
 
 def _text_in_json(text: str) -> str:
