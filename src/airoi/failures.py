@@ -127,11 +127,11 @@ def raised_at(tb: TracebackType | None) -> str:
 # The loggers of the libraries that see the service's failures: their records can carry a
 # statement, its parameters, a connection's summary or the driver's message.
 LIBRARY_LOGGERS = ("sqlalchemy", "psycopg", "mcp")
-# A library's message is kept up to the first character that may start a value put into it
-# (a repr, a quoted string, key=value, a host:port, a %-placeholder).
 # The exception a request's body raises, read after its client went away (the tool
 # endpoint's SDK logs it as an error of its own).
 CLIENT_DISCONNECT = "ClientDisconnect"
+# A library's message is kept up to the first character that may start a value put into it
+# (a repr, a quoted string, key=value, a host:port, a %-placeholder).
 _FIXED_WORDS = re.compile(r"[^<>'\"=(:@/%\[{]*")
 
 
