@@ -179,6 +179,29 @@ def test_revoked_token_stops_working(client: Client, engine: Engine) -> None:
         revoke_token(engine, issued.prefix)
 
 
+def test_more_than_a_shown_prefix_revokes_a_whole_token_or_nothing(
+    client: Client, engine: Engine
+) -> None:
+    # BUNDLE.md `token revoke PREFIX`: a value longer than a shown prefix that is no token
+    # once revoked the token sharing its first characters, which it does not name.
+    b = BundleBuilder()
+    owner = b.user(b.account(), role="owner")
+    live = b.token(owner, secret="airoi_onlyone1-" + "a" * 40)
+    b.load(engine)
+    shown = live[:14]
+    for given in (live[:-1], live + "x", shown + "-not-a-token"):
+        with pytest.raises(TokenRefused) as refused:
+            revoke_token(engine, given)
+        assert str(refused.value) == (
+            f"No token is the one given ({shown}…): give a whole token, "
+            "or the prefix shown for it (14 characters at most)."
+        )
+    assert client.get("/api/v1/metrics", headers=bearer(live)).status_code == 200
+    # The prefix as `token issue` and `revoke` print it, ellipsis and all, is the prefix.
+    assert revoke_token(engine, f"{shown}…") == shown
+    assert client.get("/api/v1/metrics", headers=bearer(live)).status_code == 401
+
+
 def test_a_whole_token_revokes_exactly_that_token(client: Client, engine: Engine) -> None:
     b = BundleBuilder()
     owner = b.user(b.account(), role="owner")

@@ -182,9 +182,6 @@ def revoke_token(engine: Engine, given: str) -> str:
 
 
 def _revoke(engine: Engine, given: str) -> str:
-    if len(given) < 8:
-        raise TokenRefused("Give at least 8 characters of the token's shown prefix.")
-    shown = given[:PREFIX_LENGTH]
     with engine.begin() as conn:
         if len(given) > PREFIX_LENGTH:
             whole = conn.execute(
@@ -201,7 +198,17 @@ def _revoke(engine: Engine, given: str) -> str:
                     .values(revoked_at=utc_now())
                 )
                 return str(whole.prefix)
-        # Not a whole token: only its shown prefix can be matched (all that is stored).
+        shown = given.removesuffix("…").removesuffix("...")  # as printed, ellipsis and all
+        if len(shown) > PREFIX_LENGTH:
+            # Neither a whole token nor a shown prefix. Its first characters alone could
+            # name another token, so nothing is revoked (and no more than those is echoed).
+            raise TokenRefused(
+                f"No token is the one given ({shown[:PREFIX_LENGTH]}…): give a whole token, "
+                f"or the prefix shown for it ({PREFIX_LENGTH} characters at most)."
+            )
+        if len(shown) < 8:
+            raise TokenRefused("Give at least 8 characters of the token's shown prefix.")
+        # A shown prefix, or its start: all that is stored of a token besides its hash.
         matches = conn.execute(
             select(tokens.c.token_hash, tokens.c.prefix).where(
                 tokens.c.prefix.startswith(shown, autoescape=True),
