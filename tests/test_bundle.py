@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
+import time
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +21,8 @@ from sqlalchemy import Engine, select
 from airoi.db import tables
 from airoi.db.tables import metadata
 from airoi.load import BundleError, LoadReport, load_bundle
+from airoi.load.stamping import locked
+from airoi.timeutil import truncate_ms, utc_now
 from airoi.tokens import SECRET_MIN_LENGTH, hash_token, new_token, secret_length, shown_prefix
 
 NOW = datetime(2026, 3, 1, 12, 0, 0)
@@ -366,6 +370,73 @@ def test_keep_stamps_keeps_the_bundles_updated_at(engine: Engine) -> None:
     initiative["title"] = "Support triage assistant"
     load_bundle(engine, bundle, now=LATER, keep_stamps=True)
     assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
+
+
+def test_a_kept_stamp_leaves_later_loads_room(engine: Engine) -> None:
+    # SEMANTICS R32: every later load stamps after the latest kept stamp, a millisecond on;
+    # one at the end of the year 9999 left none, and each later load crashed.
+    loaded(engine)
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["updated_at"] = "9999-12-31T23:59:59.999Z"
+    before = snapshot(engine)
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, bundle, now=LATER, keep_stamps=True)
+    assert caught.value.problems == [
+        "initiatives[id=5].updated_at: too late to keep: a kept updated_at must be before "
+        "9999-01-01T00:00:00Z, so that later loads can still stamp after it"
+    ]
+    assert snapshot(engine) == before
+    # Without --keep-stamps the given stamp is ignored, so it is no problem.
+    record(bundle, "initiatives", 5)["title"] = "Renamed"
+    assert loaded(engine, bundle, now=LATER).ignored_stamps == 1
+    # The last moment allowed is kept, and the next load stamps a millisecond after it.
+    record(bundle, "initiatives", 5)["updated_at"] = "9998-12-31T23:59:59.999Z"
+    load_bundle(engine, bundle, now=LATER, keep_stamps=True)
+    record(bundle, "initiatives", 5)["title"] = "Renamed again"
+    report = loaded(engine, bundle, now=LATER)
+    assert report.stamp == datetime(9999, 1, 1)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(9999, 1, 1)
+
+
+def test_a_load_that_waited_stamps_when_it_holds_the_lock(engine: Engine) -> None:
+    # SEMANTICS R32: one moment taken once the load holds the store's write lock, not when
+    # the load was asked for (a load that waited stamped the moment it began waiting).
+    loaded(engine)
+    holding, released = threading.Event(), []
+
+    def another_load() -> None:
+        with locked(engine, wait=5):
+            holding.set()
+            time.sleep(0.5)
+            released.append(utc_now())
+
+    other = threading.Thread(target=another_load)
+    other.start()
+    assert holding.wait(5)
+    asked = utc_now()
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["title"] = "Renamed"
+    report = load_bundle(engine, bundle, wait=5)
+    other.join()
+    assert report.stamp is not None
+    assert report.stamp >= truncate_ms(released[0]) > asked
+
+
+def test_a_store_stamped_at_the_end_of_time_refuses_a_load_by_a_clear_line(
+    engine: Engine,
+) -> None:
+    # A stamp kept before the bound above existed: the load says so, it does not crash.
+    loaded(engine)
+    with engine.begin() as conn:
+        end = datetime(9999, 12, 31, 23, 59, 59, 999_000)
+        conn.execute(tables.store_clock.update().values(last_stamp=end))
+    before = snapshot(engine)
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["title"] = "Renamed"
+    assert refused(engine, bundle) == [
+        "store: its last stamp 9999-12-31T23:59:59.999Z leaves no later moment to stamp with"
+    ]
+    assert snapshot(engine) == before
 
 
 def test_datetimes_are_stored_utc_truncated_to_the_millisecond(engine: Engine) -> None:

@@ -55,9 +55,7 @@ def load_bundle(
     BundleError naming every problem found; then nothing is written, `before`'s work
     included.
     """
-    if now is None:
-        now = utc_now()
-    elif now.tzinfo is not None:
+    if now is not None and now.tzinfo is not None:
         now = now.astimezone(UTC).replace(tzinfo=None)
     try:
         reader = Source(source, progress)
@@ -65,7 +63,9 @@ def load_bundle(
         raise BundleError([str(exc)]) from None
     try:
         with locked(engine, wait=wait, say=say) as conn, tuned_for_loading(conn):
-            stamp = take_stamp(conn, now)
+            # The clock is read once the lock is held: a load that waited stamps when it
+            # starts writing, not when it was asked for.
+            stamp = take_stamp(conn, utc_now() if now is None else now)
             removed = list(before(conn) or ()) if before is not None else []
             keep = keep_stamps() if callable(keep_stamps) else keep_stamps
             checked = Validation(conn, reader, keep_stamps=keep)

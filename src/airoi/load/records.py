@@ -22,6 +22,7 @@ from airoi.load.values import (
     conv_id,
     person_id,
     show,
+    too_late_to_keep,
 )
 
 MAX_PROBLEMS: Final = 1000  # lines kept; the rest are counted in one last line
@@ -181,6 +182,10 @@ def normalize(
     if source is not ...:
         _take_source(label=label, raw=raw, source=source, row=row, failed=failed, problems=problems)
     ignored = not keep_stamps and row.pop("updated_at", None) is not None
+    kept = row.get("updated_at") if keep_stamps else None
+    if kept is not None and (late := too_late_to_keep(kept)):
+        problems.add(f"{label}.updated_at: {late}")
+        failed.add("updated_at")
     if kind.prepare is not None:
         kind.prepare(row)
     rec = Rec(label, row, given_account, frozenset(failed))

@@ -19,8 +19,8 @@ from sqlalchemy import Connection, Engine, func, insert, select, text, update
 from sqlalchemy.exc import OperationalError
 
 from airoi.db import tables
-from airoi.load.outcome import LoadBusy
-from airoi.timeutil import truncate_ms
+from airoi.load.outcome import BundleError, LoadBusy
+from airoi.timeutil import format_datetime, truncate_ms
 
 # The advisory lock every load of a PostgreSQL store takes ("airoi ld" as a bigint).
 LOCK_KEY = int.from_bytes(b"airoi ld", "big")
@@ -141,7 +141,14 @@ def take_stamp(conn: Connection, now: datetime) -> datetime:
     if last is None:
         last = latest_stored(conn)
     stamp = truncate_ms(now)
-    return stamp if last is None or stamp > last else last + _TICK
+    if last is None or stamp > last:
+        return stamp
+    if last >= datetime.max - _TICK:
+        # Only a stamp kept as given by an earlier version could be this late.
+        raise BundleError(
+            [f"store: its last stamp {format_datetime(last)} leaves no later moment to stamp with"]
+        )
+    return last + _TICK
 
 
 def latest_stored(conn: Connection) -> datetime | None:

@@ -194,6 +194,22 @@ def conv_datetime(value: Any) -> datetime:
     raise Bad(f"{show(value)} is not an ISO 8601 date-time")
 
 
+# A stamp kept as given (`--keep-stamps`) must leave the store's clock room: every later
+# load stamps after it (SEMANTICS R32), one millisecond at a time, and no date-time goes
+# past the year 9999. A year of milliseconds is room for some 31 billion loads.
+LAST_KEPT_STAMP = datetime(9999, 1, 1)
+
+
+def too_late_to_keep(stamp: datetime) -> str | None:
+    """Why an `updated_at` kept as given cannot be kept, or None."""
+    if stamp < LAST_KEPT_STAMP:
+        return None
+    return (
+        "too late to keep: a kept updated_at must be before 9999-01-01T00:00:00Z, "
+        "so that later loads can still stamp after it"
+    )
+
+
 def conv_currency(value: Any) -> str:
     if (
         type(value) is str
