@@ -1012,6 +1012,40 @@ def test_a_name_given_twice_in_a_record_is_refused(engine: Engine, tmp_path: Pat
     ]
 
 
+def test_a_record_or_delete_past_its_size_is_one_problem(engine: Engine, tmp_path: Path) -> None:
+    # A 30 MB `settings` object was built whole and kept (a 45 MB row, the load's memory
+    # about twelve times the file). A record is bounded at 4,000,000 characters of text,
+    # each name and value counting 16 besides; 'delete' at 1,000,000 ids.
+    loaded(engine)
+    path = tmp_path / "large.json"
+    integration = base_bundle()["integrations"][0]
+    largest = {"id": 4, "account_id": 1, "platform": "openai", "status": "active"}
+    for field in ("primary_source_categories", "metric_categories"):
+        largest[field] = [f"{n:04d}" + "c" * 996 for n in range(1_000)]  # each list's most
+    path.write_text(json.dumps({"integrations": [largest]}))
+    assert load_bundle(engine, path, now=LATER).updated["integrations"] == 1
+    texts = {f"k{n}": "x" * 100_000 for n in range(40)}  # 4,000,000 characters, and names
+    many = {"list": list(range(250_001))}  # 250,001 values of 16
+    for settings in (texts, many):
+        path.write_text(json.dumps({"integrations": [{**integration, "settings": settings}]}))
+        assert refused(engine, path) == [
+            "bundle: integrations[#0].settings is too large: a record holds at most "
+            "4,000,000 characters of text, each name and value counting 16 besides"
+        ]
+    fewer = {"list": list(range(240_000))}
+    path.write_text(json.dumps({"integrations": [{**integration, "settings": fewer}]}))
+    assert load_bundle(engine, path, now=LATER).updated["integrations"] == 1
+    too_many = (
+        "bundle: 'delete' holds more than 1,000,000 ids; delete them over more than one bundle"
+    )
+    for ids in (
+        {"cost_entries": list(range(1, 1_000_002))},  # counted once read
+        {"cost_entries": [1] * 600_000, "value_entries": [1] * 600_000},  # while read
+    ):
+        path.write_text(json.dumps({"delete": ids}))
+        assert refused(engine, path) == [too_many]
+
+
 @pytest.mark.parametrize(
     ("field", "opening", "closing", "shallower"),
     [

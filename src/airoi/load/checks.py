@@ -33,7 +33,7 @@ from airoi.load.kinds import (
     SINGULAR,
     Kind,
 )
-from airoi.load.reading import BadSource, Repeated, Source
+from airoi.load.reading import DELETE_TOO_LARGE, MAX_DELETE_IDS, BadSource, Repeated, Source
 from airoi.load.records import (
     Problems,
     Rec,
@@ -178,6 +178,10 @@ class Validation:
             return
         if not isinstance(value, Mapping):
             self.problems.add("bundle: 'delete' must be an object")
+            return
+        lists = [ids for ids in value.values() if isinstance(ids, list | tuple)]
+        if sum(map(len, lists)) > MAX_DELETE_IDS:
+            self.problems.add(DELETE_TOO_LARGE)
             return
         for kind_key, ids in value.items():
             if kind_key == "decisions":

@@ -87,6 +87,18 @@ class Repeated:
 # No field of a record nests anywhere near this; a file that does is hostile, and building
 # it would exhaust the interpreter's stack (a traceback, not a problem line).
 MAX_NESTING: Final = 64
+# How large one record (or the delete object) may be once built: each name and value counts
+# VALUE_WEIGHT, a text its length besides. A record's largest fields fit (an integration's
+# two lists of 1,000 names of 1,000 characters, a 100,000-character note); a 30 MB
+# `settings` object did too, and held about twelve times its size while it was checked.
+VALUE_WEIGHT: Final = 16
+MAX_RECORD_SIZE: Final = 4_000_000
+MAX_DELETE_IDS: Final = 1_000_000  # counted exactly once read (checks); read, a little more
+MAX_DELETE_SIZE: Final = (MAX_DELETE_IDS + 1_000) * VALUE_WEIGHT
+DELETE_TOO_LARGE: Final = (
+    f"bundle: 'delete' holds more than {MAX_DELETE_IDS:,} ids; delete them over more than "
+    "one bundle"
+)
 
 
 class _TooDeep(Exception):
@@ -98,6 +110,19 @@ class _TooDeep(Exception):
         self.field = path.split(".", maxsplit=1)[0].split("[", maxsplit=1)[0]
 
 
+class _TooLarge(_TooDeep):
+    """Raised where the value being built passes its size; the record's label is added above."""
+
+
+class _Size:
+    """What is left of the size a value being built may take (see MAX_RECORD_SIZE)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+
 def _deeper(path: str, depth: int) -> int:
     if depth >= MAX_NESTING:
         raise _TooDeep(path)
@@ -105,56 +130,103 @@ def _deeper(path: str, depth: int) -> int:
 
 
 def _build_map(
-    events: Iterator[tuple[str, Any]], repeated: list[str], path: str, depth: int = 1
+    events: Iterator[tuple[str, Any]],
+    repeated: list[str],
+    size: _Size,
+    path: str,
+    depth: int = 1,
 ) -> dict[str, Any]:
     obj: dict[str, Any] = {}
     key = ""
+    room = size.left  # what this map may still take; `size` is settled around nested values
     for event, value in events:
         if event == "map_key":
             key = value
+            room -= VALUE_WEIGHT + len(key)
             if key in obj:
                 repeated.append(path + key)
         elif event == "end_map":
+            size.left = room
             return obj
         elif event == "start_map":
-            inner = _deeper(path + key, depth)
-            obj[key] = _build_map(events, repeated, f"{path}{key}.", inner)
+            size.left = room
+            obj[key] = _build_map(
+                events, repeated, size, f"{path}{key}.", _deeper(path + key, depth)
+            )
+            room = size.left
         elif event == "start_array":
-            inner = _deeper(path + key, depth)
-            obj[key] = _build_list(events, repeated, f"{path}{key}", inner)
+            size.left = room
+            obj[key] = _build_list(
+                events, repeated, size, f"{path}{key}", _deeper(path + key, depth)
+            )
+            room = size.left
+        elif type(value) is str:
+            room -= len(value)
+            obj[key] = value
         else:
             obj[key] = value
+        if room < 0:
+            raise _TooLarge(path + key)
     return obj  # pragma: no cover - the parser raises on truncated input
 
 
 def _build_list(
-    events: Iterator[tuple[str, Any]], repeated: list[str], path: str, depth: int = 1
+    events: Iterator[tuple[str, Any]],
+    repeated: list[str],
+    size: _Size,
+    path: str,
+    depth: int = 1,
 ) -> list[Any]:
     items: list[Any] = []
+    room = size.left
     for event, value in events:
+        room -= VALUE_WEIGHT
         if event == "end_array":
+            size.left = room
             return items
         if event == "start_map":
-            inner = _deeper(path, depth)
-            items.append(_build_map(events, repeated, f"{path}[#{len(items)}].", inner))
+            size.left = room
+            items.append(
+                _build_map(events, repeated, size, f"{path}[#{len(items)}].", _deeper(path, depth))
+            )
+            room = size.left
         elif event == "start_array":
-            inner = _deeper(path, depth)
-            items.append(_build_list(events, repeated, f"{path}[#{len(items)}]", inner))
+            size.left = room
+            items.append(
+                _build_list(events, repeated, size, f"{path}[#{len(items)}]", _deeper(path, depth))
+            )
+            room = size.left
+        elif type(value) is str:
+            room -= len(value)
+            items.append(value)
         else:
             items.append(value)
+        if room < 0:
+            raise _TooLarge(path)
     return items  # pragma: no cover
 
 
-def _build_value(event: str, events: Iterator[tuple[str, Any]], label: str) -> Any:
+def _build_value(
+    event: str, events: Iterator[tuple[str, Any]], label: str, limit: int = MAX_RECORD_SIZE
+) -> Any:
     """An object or array whose start event was just read; a Repeated if a name repeats.
-    `label` names it in a problem (`cost_entries[#3]`)."""
+    `label` names it in a problem (`cost_entries[#3]`); `limit` bounds its size."""
     repeated: list[str] = []
+    size = _Size(limit)
     try:
         value: Any = (
-            _build_map(events, repeated, "")
+            _build_map(events, repeated, size, "")
             if event == "start_map"
-            else _build_list(events, repeated, "")
+            else _build_list(events, repeated, size, "")
         )
+    except _TooLarge as exc:
+        if label == "delete":
+            raise BadSource(DELETE_TOO_LARGE) from None
+        where = f"{label}.{exc.field}" if exc.field else label
+        raise BadSource(
+            f"bundle: {where} is too large: a record holds at most {MAX_RECORD_SIZE:,} "
+            f"characters of text, each name and value counting {VALUE_WEIGHT} besides"
+        ) from None
     except _TooDeep as exc:
         where = f"{label}.{exc.field}" if exc.field else label
         raise BadSource(f"bundle: {where} nests deeper than {MAX_NESTING} levels") from None
@@ -192,7 +264,8 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
             for pos, item in enumerate(_array_items(events, key)):
                 yield key, pos, item
         elif event == "start_map":
-            yield key, -1, _build_value(event, events, key)
+            limit = MAX_DELETE_SIZE if key == "delete" else MAX_RECORD_SIZE
+            yield key, -1, _build_value(event, events, key, limit)
         elif event == "end_map":
             break
         else:
