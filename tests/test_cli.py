@@ -110,6 +110,33 @@ def test_load_says_when_it_waits_and_gives_up_after_wait(tmp_path: Path) -> None
     assert "--wait" in refused.stderr
 
 
+def test_token_commands_while_a_load_writes_say_the_store_is_busy(tmp_path: Path) -> None:
+    # They waited the driver's few seconds and said "The database could not be used
+    # (OperationalError); check AIROI_DATABASE_URL and that the server is up": neither true.
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(small_bundle()))
+    airoi(tmp_path, "load", str(path))
+    secret = airoi(tmp_path, "token", "issue", "--user", "10").stdout.strip()
+    holder = make_engine(f"sqlite:///{tmp_path / 'cli.db'}").connect()
+    holder.exec_driver_sql("BEGIN IMMEDIATE")  # a load holding the store
+    try:
+        busy = [
+            airoi(tmp_path, "token", "issue", "--user", "10", check=False),
+            airoi(tmp_path, "token", "revoke", secret[:14], check=False),
+        ]
+    finally:
+        holder.exec_driver_sql("ROLLBACK")
+        holder.close()
+    for result in busy:
+        assert result.returncode == 75, result.stderr  # as a load that gave up waiting
+        assert result.stderr.strip() == (
+            "Another command (a load) is writing to this store; nothing was changed. "
+            "Try again once it is done."
+        )
+        assert result.stdout == ""
+    assert airoi(tmp_path, "token", "revoke", secret[:14]).returncode == 0
+
+
 def test_load_ignores_given_stamps_unless_kept(tmp_path: Path) -> None:
     # SEMANTICS R32: the report says how many were ignored; --keep-stamps keeps them.
     bundle = small_bundle()

@@ -570,10 +570,18 @@ def main() -> None:
             raise
         # The database could not be reached or refused the command. Its message can hold the
         # connection's address and user, so one line names only the kind (SEMANTICS R15).
-        kind = type(getattr(exc, "orig", None) or exc).__name__
+        cause = getattr(exc, "orig", None) or exc
+        # SQLite's own name for the refusal: SQLITE_BUSY once the wait for a writer is over.
+        if getattr(cause, "sqlite_errorname", "").startswith("SQLITE_BUSY"):
+            say(
+                "Another command (a load) is writing to this store; nothing was changed. "
+                "Try again once it is done.",
+                console=err,
+            )
+            raise SystemExit(BUSY_EXIT) from None
         err.print(
-            f"The database could not be used ({kind}); check AIROI_DATABASE_URL and that "
-            "the server is up.",
+            f"The database could not be used ({type(cause).__name__}); check "
+            "AIROI_DATABASE_URL and that the server is up.",
             markup=False,
             highlight=False,
             soft_wrap=True,
