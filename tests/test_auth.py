@@ -166,6 +166,16 @@ def test_tokens_are_issued_only_to_owner_or_admin(engine: Engine, role: str) -> 
         issue_token(engine, user)
 
 
+@pytest.mark.parametrize("user_id", [0, -5, 2**63, 10**20])
+def test_a_user_id_no_store_holds_is_refused_by_a_line(engine: Engine, user_id: int) -> None:
+    # 10**20 was an OverflowError traceback on SQLite; 0 and -5 said "no such user".
+    with pytest.raises(TokenRefused) as refused:
+        issue_token(engine, user_id)
+    assert str(refused.value) == (
+        "--user must be a user's id, a whole number from 1 to 9223372036854775807."
+    )
+
+
 def test_revoked_token_stops_working(client: Client, engine: Engine) -> None:
     b = BundleBuilder()
     acct = b.account()

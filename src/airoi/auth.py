@@ -17,6 +17,7 @@ from airoi import token_cache
 from airoi.db.prepared import Prepared
 from airoi.db.tables import accounts, tokens, users
 from airoi.errors import ApiError
+from airoi.listing import MAX_ID
 from airoi.timeutil import utc_now
 from airoi.tokens import ISSUING_ROLES, PREFIX_LENGTH, hash_token, new_token, shown_prefix
 
@@ -136,6 +137,8 @@ class IssuedToken:
 
 def issue_token(engine: Engine, user_id: int, *, expires_in_days: int | None = None) -> IssuedToken:
     """A new token for an Owner or Admin; the secret is returned once and stored as a hash."""
+    if not 1 <= user_id <= MAX_ID:  # no user has it; a store's integer could not even hold it
+        raise TokenRefused(f"--user must be a user's id, a whole number from 1 to {MAX_ID}.")
     with engine.begin() as conn:
         user = conn.execute(
             select(users.c.role, users.c.removed_at).where(users.c.id == user_id)
