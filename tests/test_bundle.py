@@ -372,6 +372,19 @@ def test_keep_stamps_keeps_the_bundles_updated_at(engine: Engine) -> None:
     assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
 
 
+def test_a_sample_size_below_none_is_refused(engine: Engine) -> None:
+    # SPEC 2.6 sample_size: how many readings a value stands for; -1 was stored and served.
+    loaded(engine)
+    bundle = base_bundle()
+    record(bundle, "observations", 31)["sample_size"] = -1
+    assert refused(engine, bundle) == [
+        "observations[id=31].sample_size: -1 is out of range (0 to 2147483647)"
+    ]
+    record(bundle, "observations", 31)["sample_size"] = 0
+    loaded(engine, bundle, now=LATER)
+    assert one(engine, tables.observations, id=31)["sample_size"] == 0
+
+
 def test_a_kept_stamp_leaves_later_loads_room(engine: Engine) -> None:
     # SEMANTICS R32: every later load stamps after the latest kept stamp, a millisecond on;
     # one at the end of the year 9999 left none, and each later load crashed.

@@ -17,6 +17,7 @@ from sqlalchemy import BigInteger, Boolean, Date, DateTime, Float, Integer, Stri
 
 from airoi.db import tables
 from airoi.load.values import (
+    COUNT,
     INT32,
     INT64,
     MONTH,
@@ -462,7 +463,7 @@ KINDS: Final[dict[str, Kind]] = {
             has_source=True,
             required=("id",),
             defaults={"is_estimated": False},
-            convs={"role": enum_conv(OBSERVATION_ROLES)},
+            convs={"role": enum_conv(OBSERVATION_ROLES), "sample_size": COUNT},
             refs={"source_connection_id": "integrations"},
         ),
         _kind(

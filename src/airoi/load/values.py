@@ -59,6 +59,7 @@ def int_conv(low: int, high: int) -> Conv:
 
 
 INT32: Final = int_conv(-(2**31), 2**31 - 1)
+COUNT: Final = int_conv(0, 2**31 - 1)  # how many of something: never below none
 MIN_INT64: Final = -(2**63)
 INT64: Final = int_conv(MIN_INT64, MAX_ID)
 
