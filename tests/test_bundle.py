@@ -1901,14 +1901,26 @@ def test_a_persons_name_holding_an_e_mail_address_is_refused_by_field(engine: En
         "holds an e-mail address, and a person's name is served where an e-mail address never "
         "is (give the name alone; the address goes in email)"
     )
-    for name in ("ada.king@acme.example", "Ada King <ada@acme.co.uk>", "Ada (a_king@mail.acme.io)"):
+    for name in (
+        "ada.king@acme.example",
+        "Ada King <ada@acme.co.uk>",
+        "Ada (a_king@mail.acme.io)",
+        # Each of these was taken: a quoted local part, a comment, an address literal, and
+        # the full-width and small at signs (read as @ once normalized, NFKC).
+        '"ada king"@acme.example',
+        "ada(work)@acme.example",
+        "ada@(work)acme.example",
+        "ada@[192.0.2.1]",
+        "ada\uff20acme.example",
+        "Ada <ada\ufe6bacme.example>",
+    ):
         bundle = base_bundle()
         record(bundle, "users", 1)["name"] = name
         problems = refused(engine, bundle)
         assert problems == [f"users[id=1].name: {why}"], name
         assert "acme" not in "\n".join(problems)
     # An @ that is no address is a name like any other, and so is the address given as email.
-    for name in ("Ada @ Finance", "@ada", "Ada at acme.example", "R&D@night"):
+    for name in ("Ada @ Finance", "@ada", "Ada at acme.example", "R&D@night", "Ada\uff20 HQ"):
         bundle = base_bundle()
         record(bundle, "users", 1)["name"] = name
         record(bundle, "users", 1)["email"] = "ada@acme.example"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -115,8 +116,14 @@ def str_conv(max_length: int | None) -> Conv:
     return conv
 
 
-# An e-mail address inside a text: something@domain.tld, with no space or @ on either side.
-_EMAIL: Final = re.compile(r"[^\s@<>()\[\],;:\"]+@[^\s@<>()\[\],;:\"]+\.[^\s@<>()\[\],;:\".]+")
+# An e-mail address inside a text (read once its full-width forms are plain, NFKC): an @
+# right after any character (a quoted local part, a comment ends there too), then a domain
+# with a dot, or an address literal in brackets, a comment allowed first. "R&D@night" and
+# "Ada @ Finance" are names; "x"@acme.io, ada@[192.0.2.1] and ada＠acme.io are addresses.
+_EMAIL: Final = re.compile(
+    r"\S@(?:\([^()]*\))?(?:\[[^\]\s]+\]|[^\s@<>()\[\],;:\"]+\.[^\s@<>()\[\],;:\".]+)"
+)
+_AT_SIGNS: Final = ("@", "\uff20", "\ufe6b")  # @, full-width ＠, small ﹫ (NFKC: @)
 
 
 def person_name(text: Conv) -> Conv:
@@ -126,7 +133,9 @@ def person_name(text: Conv) -> Conv:
 
     def conv(value: Any) -> str:
         name: str = text(value)
-        if "@" in name and _EMAIL.search(name):
+        if any(at in name for at in _AT_SIGNS) and _EMAIL.search(
+            unicodedata.normalize("NFKC", name)
+        ):
             raise Bad(
                 "holds an e-mail address, and a person's name is served where an e-mail "
                 "address never is (give the name alone; the address goes in email)"
