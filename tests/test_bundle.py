@@ -1016,11 +1016,15 @@ def test_a_name_given_twice_in_a_record_is_refused(engine: Engine, tmp_path: Pat
         '{"vendors": [{"id": 1, "account_id": 1, "name": "OpenAI", "name": "Other"}],'
         ' "cost_entries": [{"id": 17, "initiative_id": 5, "amount_cents": 1,'
         ' "source": {"type": "csv", "type": "api"}}],'
+        ' "integrations": [{"id": 4, "account_id": 1, "platform": "openai", "status": "active",'
+        ' "credentials": {"api_key": "sk-a", "api_key": "sk-b"}}],'
         ' "delete": {"initiatives": [404], "initiatives": [7]}}'
     )
     assert sorted(refused(engine, path)) == [
         "cost_entries[id=17].source.type: given more than once",
         "delete.initiatives: given more than once",
+        # A name inside credentials is not said, as its value is not (SEMANTICS R15).
+        "integrations[id=4].credentials: a name inside it is given more than once",
         "vendors[id=1].name: given more than once",
     ]
 

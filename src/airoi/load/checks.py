@@ -87,6 +87,18 @@ def owner_of(
     return initiative_id, metric_id, account
 
 
+# Fields holding JSON of their own (an integration's): a name inside one is not said, as
+# its value is not (SEMANTICS R15): it is a credential's or a setting's.
+_OPAQUE: Final = ("credentials", "settings")
+
+
+def _given_twice(where: str, path: str) -> str:
+    field, dot, _ = path.partition(".")
+    if dot and field in _OPAQUE:
+        return f"{where}.{field}: a name inside it is given more than once"
+    return f"{where}.{shown_name(path)}: given more than once"
+
+
 class Validation:
     """The bundle as pass 1 reads it, and what the writer needs of that (`small`, `deletes`,
     `big_ids`, `present`, `accounts`, `stored`)."""
@@ -150,7 +162,7 @@ class Validation:
                 where = key
             if where is not None:
                 for name in item.names:
-                    self.problems.add(f"{where}.{shown_name(name)}: given more than once")
+                    self.problems.add(_given_twice(where, name))
             item = item.value
         if key not in KINDS:
             if key == "delete":
