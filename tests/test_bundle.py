@@ -1009,6 +1009,23 @@ def test_a_file_is_exactly_one_json_object(
     assert load_bundle(engine, path, now=LATER).inserted["vendors"] == 1
 
 
+@pytest.mark.parametrize("name", ["bundle.json", "bundle.json.gz"])
+def test_a_byte_order_mark_before_the_object_is_read_past(
+    engine: Engine, tmp_path: Path, name: str
+) -> None:
+    # RFC 8259 8.1: a parser may ignore a UTF-8 byte order mark; Windows tools write one.
+    # It was "bundle: not valid JSON (lexical error: invalid char in json text.)".
+    path = tmp_path / name
+    text = b"\xef\xbb\xbf" + (ACME_2 + ', "vendors": [' + VENDOR_A + "]}").encode()
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    report = load_bundle(engine, path, now=LATER)
+    assert (report.inserted["accounts"], report.inserted["vendors"]) == (1, 1)
+    # Only before the object: one inside a string is kept as the text it is.
+    path.write_bytes(b'{"accounts": [{"id": 3, "name": "\xef\xbb\xbfInitech"}]}')
+    load_bundle(engine, path, now=LATER)
+    assert one(engine, tables.accounts, id=3)["name"] == "\ufeffInitech"
+
+
 def test_a_name_given_twice_in_a_record_is_refused(engine: Engine, tmp_path: Path) -> None:
     loaded(engine)
     path = tmp_path / "repeated.json"

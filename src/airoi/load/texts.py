@@ -34,6 +34,7 @@ MAX_STRING_BYTES: Final = 1_000_000
 MAX_NUMBER_DIGITS: Final = 100
 # A noncharacter standing for a lone surrogate (U+FFFF; see airoi.load.values.check_text).
 LONE_SURROGATE: Final = b"\\uffff"
+_BOM: Final = b"\xef\xbb\xbf"  # what some editors and shells write before UTF-8 text
 _SPECIAL = re.compile(rb'["\\]')
 _DIGITS: Final = b"0123456789"
 _DIGIT_RUN = re.compile(rb"[0-9]+")
@@ -77,6 +78,7 @@ class TextGuard:
         self.skipping = False  # past the cap: the string's text is dropped up to its end
         self.digits = 0  # digits read of the number the last read ended in, between strings
         self.done = False
+        self.first = True  # a UTF-8 byte order mark before the text is dropped (RFC 8259 8.1)
 
     def read(self, size: int = -1) -> bytes:
         if size == 0:  # a reader's way to ask what it reads (bytes)
@@ -90,6 +92,9 @@ class TextGuard:
                 self.done = True  # the end: what was held back is judged as it is
                 data, self.carry = self.carry, b""
                 return self._careful(data)
+            if self.first:
+                self.first = False
+                data = data.removeprefix(_BOM)
             data = self.carry + data if self.carry else data
             self.carry = b""
             out = self._take(data)
