@@ -1048,8 +1048,8 @@ def test_a_name_given_twice_in_a_record_is_refused(engine: Engine, tmp_path: Pat
 
 def test_a_record_or_delete_past_its_size_is_one_problem(engine: Engine, tmp_path: Path) -> None:
     # A 30 MB `settings` object was built whole and kept (a 45 MB row, the load's memory
-    # about twelve times the file). A record is bounded at 4,000,000 characters of text,
-    # each name and value counting 16 besides; 'delete' at 1,000,000 ids.
+    # about twelve times the file). A record is read up to 4 MiB of JSON text (and the
+    # parser's read-ahead, 64 KiB); 'delete' up to 1,000,000 ids.
     loaded(engine)
     path = tmp_path / "large.json"
     integration = base_bundle()["integrations"][0]
@@ -1058,26 +1058,39 @@ def test_a_record_or_delete_past_its_size_is_one_problem(engine: Engine, tmp_pat
         largest[field] = [f"{n:04d}" + "c" * 996 for n in range(1_000)]  # each list's most
     path.write_text(json.dumps({"integrations": [largest]}))
     assert load_bundle(engine, path, now=LATER).updated["integrations"] == 1
-    texts = {f"k{n}": "x" * 100_000 for n in range(40)}  # 4,000,000 characters, and names
-    many = {"list": list(range(250_001))}  # 250,001 values of 16
+    too_large = (
+        "bundle: integrations[#0].settings is too large: a record is at most 4 MiB of JSON text"
+    )
+    texts = {f"k{n}": "x" * 100_000 for n in range(43)}  # 4.3 MB
+    many = {"list": [1] * 2_200_000}  # 4.4 MB: two bytes a value
     for settings in (texts, many):
-        path.write_text(json.dumps({"integrations": [{**integration, "settings": settings}]}))
-        assert refused(engine, path) == [
-            "bundle: integrations[#0].settings is too large: a record holds at most "
-            "4,000,000 characters of text, each name and value counting 16 besides"
-        ]
-    fewer = {"list": list(range(240_000))}
-    path.write_text(json.dumps({"integrations": [{**integration, "settings": fewer}]}))
+        path.write_text(compact({"integrations": [{**integration, "settings": settings}]}))
+        assert refused(engine, path) == [too_large]
+    # The same in a .json.gz: what counts is the JSON text, not the compressed bytes.
+    path = tmp_path / "large.json.gz"
+    path.write_bytes(
+        gzip.compress(compact({"integrations": [{**integration, "settings": many}]}).encode())
+    )
+    assert refused(engine, path) == [too_large]
+    fewer = {"list": [1] * 1_900_000}  # 3.8 MB
+    path.write_bytes(
+        gzip.compress(compact({"integrations": [{**integration, "settings": fewer}]}).encode())
+    )
     assert load_bundle(engine, path, now=LATER).updated["integrations"] == 1
     too_many = (
         "bundle: 'delete' holds more than 1,000,000 ids; delete them over more than one bundle"
     )
+    path = tmp_path / "delete.json"
     for ids in (
         {"cost_entries": list(range(1, 1_000_002))},  # counted once read
-        {"cost_entries": [1] * 600_000, "value_entries": [1] * 600_000},  # while read
+        {"cost_entries": [1] * 6_000_000, "value_entries": [1] * 6_000_000},  # while read
     ):
-        path.write_text(json.dumps({"delete": ids}))
+        path.write_text(compact({"delete": ids}))
         assert refused(engine, path) == [too_many]
+
+
+def compact(bundle: Bundle) -> str:
+    return json.dumps(bundle, separators=(",", ":"))
 
 
 @pytest.mark.parametrize(

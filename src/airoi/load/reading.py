@@ -18,7 +18,7 @@ from typing import IO, Any, Final
 
 import ijson  # type: ignore[import-untyped]
 
-from airoi.load.texts import TextGuard
+from airoi.load.texts import TextGuard, TooLarge
 
 ProgressHook = Callable[[int, int], None]
 
@@ -87,14 +87,14 @@ class Repeated:
 # No field of a record nests anywhere near this; a file that does is hostile, and building
 # it would exhaust the interpreter's stack (a traceback, not a problem line).
 MAX_NESTING: Final = 64
-# How large one record (or the delete object) may be once built: each name and value counts
-# VALUE_WEIGHT, a text its length besides. A record's largest fields fit (an integration's
-# two lists of 1,000 names of 1,000 characters, a 100,000-character note); a 30 MB
-# `settings` object did too, and held about twelve times its size while it was checked.
-VALUE_WEIGHT: Final = 16
-MAX_RECORD_SIZE: Final = 4_000_000
-MAX_DELETE_IDS: Final = 1_000_000  # counted exactly once read (checks); read, a little more
-MAX_DELETE_SIZE: Final = (MAX_DELETE_IDS + 1_000) * VALUE_WEIGHT
+# How much of the file one record (or the delete object) may be, as JSON text (after gzip):
+# a record's largest fields fit (an integration's two lists of 1,000 names of 1,000
+# characters, a 100,000-character note); a 30 MB `settings` object did too, and held about
+# twelve times its size while it was read and checked. Counted in the bytes the parser reads,
+# so with its read-ahead (64 KiB) at most.
+MAX_RECORD_BYTES: Final = 4 << 20
+MAX_DELETE_IDS: Final = 1_000_000  # counted exactly once read (checks)
+MAX_DELETE_BYTES: Final = 16 << 20  # what a million ids written out take, and more
 DELETE_TOO_LARGE: Final = (
     f"bundle: 'delete' holds more than {MAX_DELETE_IDS:,} ids; delete them over more than "
     "one bundle"
@@ -110,19 +110,6 @@ class _TooDeep(Exception):
         self.field = path.split(".", maxsplit=1)[0].split("[", maxsplit=1)[0]
 
 
-class _TooLarge(_TooDeep):
-    """Raised where the value being built passes its size; the record's label is added above."""
-
-
-class _Size:
-    """What is left of the size a value being built may take (see MAX_RECORD_SIZE)."""
-
-    __slots__ = ("left",)
-
-    def __init__(self, limit: int) -> None:
-        self.left = limit
-
-
 def _deeper(path: str, depth: int) -> int:
     if depth >= MAX_NESTING:
         raise _TooDeep(path)
@@ -130,121 +117,99 @@ def _deeper(path: str, depth: int) -> int:
 
 
 def _build_map(
-    events: Iterator[tuple[str, Any]],
-    repeated: list[str],
-    size: _Size,
-    path: str,
-    depth: int = 1,
+    events: Iterator[tuple[str, Any]], repeated: list[str], path: str, depth: int = 1
 ) -> dict[str, Any]:
     obj: dict[str, Any] = {}
     key = ""
-    room = size.left  # what this map may still take; `size` is settled around nested values
-    for event, value in events:
-        if event == "map_key":
-            key = value
-            room -= VALUE_WEIGHT + len(key)
-            if key in obj:
-                repeated.append(path + key)
-        elif event == "end_map":
-            size.left = room
-            return obj
-        elif event == "start_map":
-            size.left = room
-            obj[key] = _build_map(
-                events, repeated, size, f"{path}{key}.", _deeper(path + key, depth)
-            )
-            room = size.left
-        elif event == "start_array":
-            size.left = room
-            obj[key] = _build_list(
-                events, repeated, size, f"{path}{key}", _deeper(path + key, depth)
-            )
-            room = size.left
-        elif type(value) is str:
-            room -= len(value)
-            obj[key] = value
-        else:
-            obj[key] = value
-        if room < 0:
-            raise _TooLarge(path + key)
+    try:
+        for event, value in events:
+            if event == "map_key":
+                key = value
+                if key in obj:
+                    repeated.append(path + key)
+            elif event == "end_map":
+                return obj
+            elif event == "start_map":
+                inner = _deeper(path + key, depth)
+                obj[key] = _build_map(events, repeated, f"{path}{key}.", inner)
+            elif event == "start_array":
+                inner = _deeper(path + key, depth)
+                obj[key] = _build_list(events, repeated, f"{path}{key}", inner)
+            else:
+                obj[key] = value
+    except TooLarge as exc:
+        if depth == 1 and exc.field is None:
+            exc.field = key  # the record's field being read when it grew past its bound
+        raise
     return obj  # pragma: no cover - the parser raises on truncated input
 
 
 def _build_list(
-    events: Iterator[tuple[str, Any]],
-    repeated: list[str],
-    size: _Size,
-    path: str,
-    depth: int = 1,
+    events: Iterator[tuple[str, Any]], repeated: list[str], path: str, depth: int = 1
 ) -> list[Any]:
     items: list[Any] = []
-    room = size.left
     for event, value in events:
-        room -= VALUE_WEIGHT
         if event == "end_array":
-            size.left = room
             return items
         if event == "start_map":
-            size.left = room
-            items.append(
-                _build_map(events, repeated, size, f"{path}[#{len(items)}].", _deeper(path, depth))
-            )
-            room = size.left
+            inner = _deeper(path, depth)
+            items.append(_build_map(events, repeated, f"{path}[#{len(items)}].", inner))
         elif event == "start_array":
-            size.left = room
-            items.append(
-                _build_list(events, repeated, size, f"{path}[#{len(items)}]", _deeper(path, depth))
-            )
-            room = size.left
-        elif type(value) is str:
-            room -= len(value)
-            items.append(value)
+            inner = _deeper(path, depth)
+            items.append(_build_list(events, repeated, f"{path}[#{len(items)}]", inner))
         else:
             items.append(value)
-        if room < 0:
-            raise _TooLarge(path)
     return items  # pragma: no cover
 
 
 def _build_value(
-    event: str, events: Iterator[tuple[str, Any]], label: str, limit: int = MAX_RECORD_SIZE
+    event: str, events: Iterator[tuple[str, Any]], label: str, guard: TextGuard | None
 ) -> Any:
     """An object or array whose start event was just read; a Repeated if a name repeats.
-    `label` names it in a problem (`cost_entries[#3]`); `limit` bounds its size."""
+    `label` names it in a problem (`cost_entries[#3]`); read from a file (`guard`), its size
+    is bounded."""
     repeated: list[str] = []
-    size = _Size(limit)
+    if guard is not None:
+        guard.allow(MAX_DELETE_BYTES if label == "delete" else MAX_RECORD_BYTES)
     try:
         value: Any = (
-            _build_map(events, repeated, size, "")
+            _build_map(events, repeated, "")
             if event == "start_map"
-            else _build_list(events, repeated, size, "")
+            else _build_list(events, repeated, "")
         )
-    except _TooLarge as exc:
+    except TooLarge as exc:
         if label == "delete":
             raise BadSource(DELETE_TOO_LARGE) from None
         where = f"{label}.{exc.field}" if exc.field else label
         raise BadSource(
-            f"bundle: {where} is too large: a record holds at most {MAX_RECORD_SIZE:,} "
-            f"characters of text, each name and value counting {VALUE_WEIGHT} besides"
+            f"bundle: {where} is too large: a record is at most {MAX_RECORD_BYTES >> 20} MiB "
+            "of JSON text"
         ) from None
     except _TooDeep as exc:
         where = f"{label}.{exc.field}" if exc.field else label
         raise BadSource(f"bundle: {where} nests deeper than {MAX_NESTING} levels") from None
+    finally:
+        if guard is not None:
+            guard.allow(None)
     return Repeated(value, repeated) if repeated else value
 
 
-def _array_items(events: Iterator[tuple[str, Any]], key: str) -> Iterator[Any]:
+def _array_items(
+    events: Iterator[tuple[str, Any]], key: str, guard: TextGuard | None
+) -> Iterator[Any]:
     # One outer event an item: a nested one is read to its end by _build_value.
     for pos, (event, value) in enumerate(events):
         if event in ("start_map", "start_array"):
-            yield _build_value(event, events, f"{key}[#{pos}]")
+            yield _build_value(event, events, f"{key}[#{pos}]", guard)
         elif event == "end_array":
             return
         else:
             yield value
 
 
-def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, Any]]:
+def _walk_events(
+    events: Iterator[tuple[str, Any]], guard: TextGuard | None = None
+) -> Iterator[tuple[str, int, Any]]:
     """(key, position, item) for every element of every top-level array, in file order.
 
     Each top-level key is announced first with position -2 (even an empty
@@ -261,11 +226,10 @@ def _walk_events(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, int, 
             key = value
             yield key, -2, None
         elif event == "start_array":
-            for pos, item in enumerate(_array_items(events, key)):
+            for pos, item in enumerate(_array_items(events, key, guard)):
                 yield key, pos, item
         elif event == "start_map":
-            limit = MAX_DELETE_SIZE if key == "delete" else MAX_RECORD_SIZE
-            yield key, -1, _build_value(event, events, key, limit)
+            yield key, -1, _build_value(event, events, key, guard)
         elif event == "end_map":
             break
         else:
@@ -355,10 +319,10 @@ class Source:
 
     def _file_items(self) -> Iterator[tuple[str, int, Any]]:
         with self._open() as stream:
-            yield from _walk_events(iter(ijson.basic_parse(stream, use_float=False)))
+            yield from _walk_events(iter(ijson.basic_parse(stream, use_float=False)), stream)
 
     @contextlib.contextmanager
-    def _open(self) -> Iterator[Any]:
+    def _open(self) -> Iterator[TextGuard]:
         """The file's JSON bytes (gunzipped when it starts with the gzip magic)."""
         assert self.path is not None
         try:

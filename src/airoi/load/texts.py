@@ -67,8 +67,16 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+class TooLarge(Exception):
+    """More bytes were asked for than TextGuard.allow let through; `field` is set by whoever
+    knows which field was being read."""
+
+    field: str | None = None
+
+
 class TextGuard:
-    """A file-like reader of JSON bytes, as `raw` gives them, with strings checked."""
+    """A file-like reader of JSON bytes, as `raw` gives them, with strings checked; and,
+    once told to (`allow`), refusing to hand out more than so many bytes from there on."""
 
     def __init__(self, raw: Readable) -> None:
         self.raw = raw
@@ -79,6 +87,19 @@ class TextGuard:
         self.digits = 0  # digits read of the number the last read ended in, between strings
         self.done = False
         self.first = True  # a UTF-8 byte order mark before the text is dropped (RFC 8259 8.1)
+        self.handed = 0  # bytes handed out so far
+        self.until: int | None = None  # past this many handed out, TooLarge
+
+    def allow(self, size: int | None) -> None:
+        """From here on, raise TooLarge once more than `size` more bytes are asked for (the
+        parser reads ahead: up to one read more); None: no bound."""
+        self.until = None if size is None else self.handed + size
+
+    def _hand(self, out: bytes) -> bytes:
+        self.handed += len(out)
+        if self.until is not None and self.handed > self.until:
+            raise TooLarge
+        return out
 
     def read(self, size: int = -1) -> bytes:
         if size == 0:  # a reader's way to ask what it reads (bytes)
@@ -91,7 +112,7 @@ class TextGuard:
                     return b""
                 self.done = True  # the end: what was held back is judged as it is
                 data, self.carry = self.carry, b""
-                return self._careful(data)
+                return self._hand(self._careful(data))
             if self.first:
                 self.first = False
                 data = data.removeprefix(_BOM)
@@ -99,7 +120,7 @@ class TextGuard:
             self.carry = b""
             out = self._take(data)
             if out:
-                return out
+                return self._hand(out)
 
     def _take(self, data: bytes) -> bytes:
         if not self.skipping and b"\\" not in data:
