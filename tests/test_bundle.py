@@ -826,12 +826,12 @@ PROBLEMS = [
     ),
     (
         _add("tokens", user_id=99, token="airoi_other-secret"),
-        "tokens[user_id=99].user_id: no user 99",
+        "tokens[#1,user_id=99].user_id: no user 99",
     ),
-    (_add("tokens", user_id=1), "tokens[user_id=1].token: required"),
+    (_add("tokens", user_id=1), "tokens[#1,user_id=1].token: required"),
     (
         _add("tokens", user_id=1, token=SECRET),
-        "tokens[user_id=1].token: duplicate token in this bundle",
+        "tokens[#1,user_id=1].token: duplicate token in this bundle",
     ),
     (
         _add("fx_rates", account_id=1, currency="GBP", rate="-1.2", effective_from="2026-01-01"),
@@ -865,7 +865,7 @@ PROBLEMS = [
     *[
         (
             _add("tokens", user_id=1, token="airoi_" + "s" * 43 + odd),
-            "tokens[user_id=1].token: holds a space, a line break or a character that is not "
+            "tokens[#1,user_id=1].token: holds a space, a line break or a character that is not "
             "ASCII: a client cannot send it as given",
         )
         for odd in ("\ud800", " ", "\n", "é")
@@ -1266,7 +1266,7 @@ def test_a_new_initiative_of_no_account_is_named_once(engine: Engine) -> None:
 def test_a_token_issued_to_another_user_is_refused(engine: Engine) -> None:
     loaded(engine)
     problems = refused(engine, {"tokens": [{"user_id": 2, "token": SECRET}]})
-    assert problems == ["tokens[user_id=2].token: this token is already issued to another user"]
+    assert problems == ["tokens[#0,user_id=2].token: this token is already issued to another user"]
 
 
 def test_a_currency_without_fx_rate_is_refused_naming_it(engine: Engine) -> None:
@@ -1602,11 +1602,11 @@ def test_tokens_are_stored_hashed_never_in_clear(engine: Engine) -> None:
     assert one(engine, tables.tokens, user_id=1)["revoked_at"] == datetime(2026, 3, 2)
 
 
-def _too_short(length: int) -> str:
+def _too_short(length: int, pos: int = 0) -> str:
     return (
-        "tokens[user_id=1].token: too short to hold 32 bytes of entropy (SEMANTICS R29): the "
-        "secret after the 'airoi_' prefix (or the whole token, without one) needs at least 43 "
-        f"characters, as 32 random bytes take in URL-safe base64; it has {length}"
+        f"tokens[#{pos},user_id=1].token: too short to hold 32 bytes of entropy (SEMANTICS R29): "
+        "the secret after the 'airoi_' prefix (or the whole token, without one) needs at least "
+        f"43 characters, as 32 random bytes take in URL-safe base64; it has {length}"
     )
 
 
@@ -1616,7 +1616,8 @@ def test_a_token_too_short_for_32_bytes_of_entropy_is_refused(engine: Engine) ->
     problems = refused(
         engine, {"tokens": [{"user_id": 1, "token": "short"}, {"user_id": 1, "token": short}]}
     )
-    assert problems == [_too_short(5), _too_short(42)]
+    # Two tokens of one user: each line says which (its place in the bundle's list).
+    assert problems == [_too_short(5), _too_short(42, pos=1)]
     # 43 characters after the prefix (or without one) is what `airoi token issue` writes.
     assert secret_length(new_token()) == SECRET_MIN_LENGTH == 43
     enough = [{"user_id": 1, "token": short + "k"}, {"user_id": 1, "token": "k" * 43}]
@@ -1632,7 +1633,7 @@ def test_a_token_for_a_user_who_is_not_owner_or_admin_is_refused(engine: Engine)
     token = {"user_id": 3, "token": SECRET + "-max"}
     problems = refused(engine, {"users": [member], "tokens": [token]})
     assert problems == [
-        "tokens[user_id=3].user_id: user 3 is a member; tokens are issued only to an Owner or "
+        "tokens[#0,user_id=3].user_id: user 3 is a member; tokens are issued only to an Owner or "
         "Admin (SPEC 5)"
     ]
     # A stored user's role counts; a role given in the same bundle counts over the stored one.
@@ -1640,7 +1641,7 @@ def test_a_token_for_a_user_who_is_not_owner_or_admin_is_refused(engine: Engine)
     assert refused(engine, {"tokens": [token]}) == problems
     viewer = {**record(base_bundle(), "users", 1), "role": "viewer"}
     assert refused(engine, {"users": [viewer], "tokens": base_bundle()["tokens"]}) == [
-        "tokens[user_id=1].user_id: user 1 is a viewer; tokens are issued only to an Owner or "
+        "tokens[#0,user_id=1].user_id: user 1 is a viewer; tokens are issued only to an Owner or "
         "Admin (SPEC 5)"
     ]
     promoted = {**member, "role": "admin"}

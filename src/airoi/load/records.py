@@ -92,7 +92,7 @@ def label_of(kind: Kind, raw: dict[str, Any], pos: int) -> str:
     if key == "tokens":
         user_id = raw.get("user_id")
         if type(user_id) is int and 0 < user_id <= MAX_ID:
-            return f"tokens[user_id={user_id}]"
+            return f"tokens[#{pos},user_id={user_id}]"  # a user can have many
     elif key == "fx_rates":
         parts = [raw.get("account_id"), raw.get("currency"), raw.get("effective_from")]
         try:
