@@ -245,7 +245,18 @@ def test_a_directory_that_holds_csv_files_stays_csv(tmp_path: Path) -> None:
     (tmp_path / "store").mkdir()
     (tmp_path / "store" / "cost_entries.csv").write_text("id\n1\n")
     assert format_for(tmp_path / "store", None) == "csv"
-    assert format_for(tmp_path / "store", "parquet") == "parquet"
+    assert format_for(tmp_path / "store", "csv") == "csv"
+    # Parquet files written beside them held only the rows changed since the positions the
+    # store shares (26 of 40,287 cost entries), and the CSV files never got those changes.
+    with pytest.raises(ValueError) as refused:
+        format_for(tmp_path / "store", "parquet")
+    assert str(refused.value) == (
+        f"{tmp_path / 'store'} holds CSV files: --format parquet would write a second, partial "
+        "copy beside them. Leave out --format (or give csv), or give another directory."
+    )
+    (tmp_path / "store" / "cost_entries.csv").rename(tmp_path / "store" / "cost_entries.parquet")
+    with pytest.raises(ValueError, match="holds PARQUET files: --format csv would write"):
+        format_for(tmp_path / "store", "csv")
     (tmp_path / "odd.name").mkdir()  # an existing directory is taken as it is named
     assert format_for(tmp_path / "odd.name", None) == "parquet"
 

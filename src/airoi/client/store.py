@@ -768,9 +768,18 @@ def format_for(target: Path, fmt: str | None) -> Format:
     if target.is_dir():
         if fmt == "duckdb":
             raise ValueError(f"{target} is a directory: a DuckDB store is a file (airoi.duckdb).")
+        held = held_formats(target)
+        if fmt is not None and held and fmt not in held:
+            # Written beside the other files, the new ones would hold only what changed since
+            # the positions the store shares, and the old ones never get those changes.
+            raise ValueError(
+                f"{target} holds {held[0].upper()} files: --format {fmt} would write a second, "
+                f"partial copy beside them. Leave out --format (or give {held[0]}), or give "
+                "another directory."
+            )
         if fmt is not None:
             return fmt  # type: ignore[return-value]
-        return "csv" if held_formats(target) == ["csv"] else "parquet"
+        return "csv" if held == ["csv"] else "parquet"
     if fmt == "duckdb" or (fmt is None and suffix in DUCKDB_SUFFIXES):
         return "duckdb"
     if target.exists():
