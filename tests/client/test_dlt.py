@@ -231,6 +231,28 @@ def test_deletions_are_applied_and_a_row_given_again_is_kept(
     assert run(pipeline, base_url, account.token) == dict.fromkeys(INCREMENTAL, 0) | {"budgets": 2}
 
 
+def test_rows_and_tombstones_of_a_list_with_array_columns_load_in_one_run(
+    pipeline: dlt.Pipeline, base_url: str, account: Account, engine: Engine
+) -> None:
+    # An integration's category lists are arrays; its tombstones were a table of three
+    # columns whose arrays dlt filled as text, and the run failed (IncompatibleArrowSchema),
+    # every run after it too: an account that ever deleted an integration could not load.
+    run(pipeline, base_url, account.token)
+    first = account.builder.data["integrations"][0]
+    second = {**first, "id": first["id"] + 1, "metric_categories": ["ai_usage", "finance"]}
+    load_bundle(engine, {"integrations": [second]}, now=THEN[0])
+    load_bundle(engine, {"delete": {"integrations": [first["id"]]}}, now=THEN[1])
+    assert run(pipeline, base_url, account.token)["integrations"] == 2  # a row, a tombstone
+    assert_destination_equals_api(pipeline, base_url, account.token)
+    with pipeline.sql_client() as client:
+        kept = client.native_connection.execute(
+            f"SELECT id, metric_categories FROM {DATASET}.integrations"
+        ).fetchall()
+    assert [(row_id, json.loads(categories)) for row_id, categories in kept] == [
+        (second["id"], ["ai_usage", "finance"])
+    ]
+
+
 class Interrupted(RuntimeError):
     pass
 

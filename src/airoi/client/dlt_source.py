@@ -348,7 +348,7 @@ def airoi_source(
             deleted = {"resource": resource}
             for page in _walk(api, "deletions", deleted, saved, "deletions", first, "deleted_at"):
                 if page.data:
-                    yield _tombstones(page.data)
+                    yield _tombstones(page.data, resource)
 
     def budgets() -> Iterator[pyarrow.Table]:
         with Client(base_url, token, page_size=page_size) as api:
@@ -436,25 +436,25 @@ def _keyed(table: pyarrow.Table, key: str) -> pyarrow.Table:
     return table.cast(table.schema.set(index, table.schema.field(index).with_nullable(False)))
 
 
-def _tombstones(rows: list[dict[str, Any]]) -> pyarrow.Table:
+def _tombstones(rows: list[dict[str, Any]], resource: str) -> pyarrow.Table:
     """Tombstones as rows dlt hard-deletes: the id, and as `updated_at` a microsecond after
     `deleted_at`, so that `dedup_sort` ranks a tombstone above a row stamped at the same
-    moment and below one given again later (the API's stamps are milliseconds, R3)."""
+    moment and below one given again later (the API's stamps are milliseconds, R3). Every
+    other column of the list is there too, null, with the rows' own type: dlt puts the
+    pages of one list together, and fills a column a page lacks as its schema has it (an
+    array as text), which a page of rows holding arrays then cannot be put with."""
     import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
     after = timedelta(microseconds=1)
     moments = [datetime.fromisoformat(row["deleted_at"]) + after for row in rows]
-    return pa.table(
-        {
-            "id": pa.array([row["id"] for row in rows], type=pa.int64()),
-            "updated_at": pa.array(moments, type=pa.timestamp("us", tz="UTC")),
-            DELETED: pa.array([True] * len(rows), type=pa.bool_()),
-        },
-        schema=pa.schema(
-            [
-                pa.field("id", pa.int64(), nullable=False),
-                pa.field("updated_at", pa.timestamp("us", tz="UTC")),
-                pa.field(DELETED, pa.bool_()),
-            ]
-        ),
-    )
+    schema = _keyed(rows_to_arrow([], resource), "id").schema
+    columns = []
+    for field in schema:
+        if field.name == "id":
+            columns.append(pa.array([row["id"] for row in rows], type=field.type))
+        elif field.name == "updated_at":
+            columns.append(pa.array(moments, type=pa.timestamp("us", tz="UTC")).cast(field.type))
+        else:
+            columns.append(pa.nulls(len(rows), type=field.type))
+    columns.append(pa.array([True] * len(rows), type=pa.bool_()))
+    return pa.Table.from_arrays(columns, schema=schema.append(pa.field(DELETED, pa.bool_())))
