@@ -29,6 +29,7 @@ from tests.client.test_pull import (
     assert_store_equals_service,
     delete,
     expected_ids,
+    give,
     stored,
     target_for,
 )
@@ -206,6 +207,29 @@ def test_full_refresh_starts_the_lists_named_over(
     # /deletions is read from its beginning again only when every list starts over.
     assert {r.start for r in again.values()} == {"full"}
     assert (again["initiatives"].rows, again[DELETIONS].rows) == (3, 1)
+    assert_store_equals_service(target, fmt, base_url, account.token)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_list_whose_table_or_file_is_gone_is_read_whole_again(
+    base_url: str, account: Account, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # Its file removed (or its table dropped) by hand, a list was made again of the rows
+    # changed since its position alone (27 of about 40,000 cost entries), exit 0.
+    target = target_for(tmp_path, fmt)
+    with Client(base_url, account.token, page_size=2) as api:
+        pull(api, target, fmt)
+        if fmt == "duckdb":
+            conn = duckdb.connect(str(target))
+            conn.execute("DROP TABLE cost_entries")
+            conn.close()
+        else:
+            (target / f"cost_entries.{fmt}").unlink()
+        changed = account.builder.data["cost_entries"][0]
+        give(engine, THEN[0], "cost_entries", {**changed, "amount_cents": 777})
+        again = {r.name: r for r in pull(api, target, fmt)}
+    assert (again["cost_entries"].start, again["cost_entries"].rows) == ("full", 7)
+    assert again["initiatives"].start != "full"  # the others go on where they were
     assert_store_equals_service(target, fmt, base_url, account.token)
 
 

@@ -135,6 +135,26 @@ class Store:
             self._load_saved()
             if (target / PENDING_FILE).exists():
                 self._open()  # a run cut off left rows or tombstones to write
+        # A list the copy has a finished walk of, whose table or file is gone (removed by
+        # hand): read whole again, as --full-refresh would, not only what changed since.
+        self._refresh |= self._lost()
+
+    def _lost(self) -> set[str]:
+        lost = set()
+        for resource in RESOURCES:
+            name = resource.name
+            if not resource.incremental:
+                continue
+            if self.fmt == "duckdb":
+                if self._state_row(name) is not None and not self._exists(name):
+                    lost.add(name)
+            elif (
+                name in self._saved
+                and self._pending(name) is None
+                and not self._file(name).exists()
+            ):
+                lost.add(name)
+        return lost
 
     @property
     def conn(self) -> duckdb.DuckDBPyConnection:
