@@ -724,6 +724,35 @@ def test_pull_of_a_base_url_that_cannot_be_asked_is_one_line(tmp_path: Path) -> 
     assert not (tmp_path / "s.duckdb").exists()
 
 
+@pytest.mark.parametrize(
+    ("base_url", "said"),
+    [
+        (
+            "http://127.0.0.1:9/api/v1?token=s3cr3t",
+            "The base URL holds a query or a fragment (after ? or #), which no request of the "
+            "API takes: give the service's address alone (http://127.0.0.1:9/api/v1).",
+        ),
+        (
+            "https://reader:pa55word@airoi.example/api/v1#s3cr3t",
+            "The base URL holds a query or a fragment (after ? or #), which no request of the "
+            "API takes: give the service's address alone (https://airoi.example/api/v1).",
+        ),
+        ("http://", "http:// names no host: give the service's address (https://host/api/v1)."),
+    ],
+)
+def test_pull_of_a_base_url_with_a_query_or_no_host_is_refused_at_once(
+    tmp_path: Path, base_url: str, said: str
+) -> None:
+    # A query was sent with every request ("Unknown query parameter 'include_sample'"); no
+    # host was retried for 11 s, then "No response from http:/api/v1".
+    pytest.importorskip("duckdb")
+    argv, env = pull_command(base_url, tmp_path / "s.duckdb")
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=60)
+    assert (result.returncode, result.stderr.strip()) == (2, f"Pull stopped: {said}")
+    assert "s3cr3t" not in result.stderr and "pa55word" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_pull_says_when_it_waits_on_a_429(tmp_path: Path) -> None:
     pytest.importorskip("duckdb")
     with refusing_api(refusals=1, wait="1") as base_url:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -215,6 +216,29 @@ class ListResult:
         return concat_pages(tables, self.resource)
 
 
+def _address_alone(base_url: str) -> str:
+    """The base URL, refused (AiroiError) when it holds a query or a fragment, which every
+    request would carry and no endpoint takes ("Unknown query parameter 'include_sample'"),
+    or when an http(s) URL names no host. Neither is repeated: a query can hold a token."""
+    try:
+        parts = urlsplit(base_url)
+        host = parts.hostname
+    except ValueError:  # an unclosed [ of an IPv6 address, say
+        raise AiroiError(0, "The base URL is not a URL that can be asked.") from None
+    address = without_userinfo(urlunsplit((*parts[:3], "", "")))
+    if parts.query or parts.fragment:
+        raise AiroiError(
+            0,
+            f"The base URL holds a query or a fragment (after ? or #), which no request of the "
+            f"API takes: give the service's address alone ({address}).",
+        )
+    if parts.scheme.lower() in ("http", "https") and not host:
+        raise AiroiError(
+            0, f"{address} names no host: give the service's address (https://host/api/v1)."
+        )
+    return base_url
+
+
 def without_userinfo(url: str) -> str:
     """`url` without the user:password@ of its authority, if it has one: a credential never
     goes into a message (which ends up on a terminal or in a log). Read as text, so that an
@@ -275,7 +299,7 @@ class Client:
         on_wait: Callable[[float, AiroiError], None] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        base = base_url.rstrip("/")
+        base = _address_alone(base_url).rstrip("/")
         if not base.endswith(API_PATH):
             base += API_PATH
         # What is asked and what messages name: the address without any user:password@ it was
