@@ -188,8 +188,9 @@ def test_a_fresh_copy_adds_up_to_the_service(
     # three window starts; budget rows A, D, E, S with 8 figures, B (revised: no run rate) 7.
     assert len(result.compared) == (24 + 3) + 6 * (1 + 24) + 4 * 8 + 7
     assert result.notes == []
-    # One /roi for each of the portfolio and six initiatives over 4 windows, one /budgets.
-    assert result.requests == 4 + 6 * 4 + 1
+    # One /roi for each of the portfolio and six initiatives over 4 windows, one /budgets,
+    # and one page of a position the copy remembers (is it this account's copy?).
+    assert result.requests == 4 + 6 * 4 + 1 + 1
 
     # Initiative A, all time: capex 10,000 + 3,000 = 13,000; opex 6,000 - 1,500 + 2,201
     # + 7,000 (future) + 4,000 (2020) = 17,701; approved value 100,000 + 11,000 - 2,000.
@@ -488,6 +489,25 @@ def test_a_copy_row_with_no_key_is_refused_not_a_crash(
     conn.close()
     with pytest.raises(CopyError, match=f"The {table} of the store at .* rows with no {key}"):
         verified(base_url, world, target)
+
+
+@pytest.mark.parametrize("fmt", ["duckdb", "parquet"])
+def test_a_copy_of_another_account_is_said_to_be_one(
+    base_url: str, world: World, engine: Engine, tmp_path: Path, fmt: Format
+) -> None:
+    # SEMANTICS R13: its figures were compared as this account's, 59 differences, exit 1.
+    target = pulled(base_url, world, target_for(tmp_path, fmt), fmt)
+    other = BundleBuilder(first_id=7000)
+    theirs = other.token(other.user(other.account(name="Theirs")), secret="airoi_t-" + "y" * 43)
+    other.load(engine, now=LATER)
+    with Client(base_url, theirs) as api, pytest.raises(CopyError) as refused:
+        verify(api, target, workers=3)
+    assert str(refused.value) == (
+        f"The copy at {target} is of another account than this token's (the service refused "
+        "its remembered position as issued to another account): its figures are not this "
+        "account's to compare. Verify it with a token of its own account."
+    )
+    assert verified(base_url, world, target).differences == []  # its own token: as before
 
 
 def test_the_copy_is_only_read(base_url: str, world: World, tmp_path: Path) -> None:

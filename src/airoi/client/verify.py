@@ -44,6 +44,8 @@ import duckdb
 from airoi.client.client import Client, Row
 from airoi.client.errors import AiroiError, CopyError
 from airoi.client.store import (
+    ACCOUNT,
+    ACCOUNT_LIST,
     FILE_FORMATS,
     STATE_FILE,
     STATE_TABLE,
@@ -60,8 +62,10 @@ from airoi.client.verify_rows import (
     ListProgress,
     RowDifference,
     check_rows,
+    copy_positions,
     held_lists,
 )
+from airoi.client.walk import ANOTHER_ACCOUNTS_CURSOR
 from airoi.vocabulary import Window
 
 Value = int | float | str | None
@@ -647,6 +651,7 @@ def verify(
     found_format = store_format(store, fmt)
     conn = open_copy(store, found_format)
     try:
+        _of_this_account(client, conn, store, found_format)
         today, currency, first = _service_today(client)
         result = Verification(client.base_url, store, found_format, today, currency)
         result.figures = not left_out
@@ -682,6 +687,40 @@ def verify(
     result.requests = client.requests_sent - requests_before
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _of_this_account(
+    client: Client, conn: duckdb.DuckDBPyConnection, store: Path, fmt: Format
+) -> None:
+    """Raise CopyError when the copy is of another account than the token's: the service
+    refuses a position the copy remembers as issued to another account (SEMANTICS R13).
+    Compared, every figure of the two accounts would differ, and say nothing of why. The
+    first position the service takes or refuses as another's tells; one it refuses as none
+    of its own (a secret key changed) tells nothing, and the next is asked."""
+    try:
+        positions = copy_positions(conn, store, fmt)
+    except (OSError, ValueError, duckdb.Error):
+        return  # no positions kept (an earlier version's copy): nothing to ask with
+    for name, state in positions.items():
+        if not state.cursor:
+            continue
+        try:
+            client.get_json(
+                f"/{ACCOUNT_LIST if name == ACCOUNT else name}",
+                {"cursor": state.cursor, "limit": "1"},
+            )
+        except AiroiError as exc:
+            if exc.status == 400 and exc.message.startswith(ANOTHER_ACCOUNTS_CURSOR):
+                raise CopyError(
+                    f"The copy at {store} is of another account than this token's (the "
+                    "service refused its remembered position as issued to another account): "
+                    "its figures are not this account's to compare. Verify it with a token of "
+                    "its own account."
+                ) from None
+            if exc.status == 400:
+                continue
+            raise
+        return
 
 
 def _compare_figures(
