@@ -556,6 +556,66 @@ def test_a_plan_without_api_access_shows_the_apis_message(watched: Watched, tmp_
         store.stop()
 
 
+def test_a_view_refused_shows_no_figure_of_the_view_before(
+    watched: Watched, served: Served
+) -> None:
+    # The alert was shown above the view before, left in place: its figures read as the
+    # refused view's (another initiative's, or another token's), and an old alert stayed
+    # above the sign-in form.
+    sign_in(watched, served)
+    page = watched.page
+    assert watched.figures() != []
+    watched.expected_errors = ("status of 404",)
+    absent = 10**15  # no initiative of the demo account: the API answers 404
+    asked = [(f"/initiatives/{absent}", {}), ("/budgets", {"initiative_id": absent})]
+    said = [served.api(path, token=served.token, **params)["error"] for path, params in asked]
+    assert {error["status"] for error in said} == {404}
+    page.evaluate(f"location.hash = '#/initiatives/{absent}'")
+    page.wait_for_selector("body[data-state=error] #alert:not([hidden])")
+    assert page.text_content("#alert") in {error["message"] for error in said}
+    assert watched.figures() == []
+    assert page.inner_text("#view") == ""
+    # A link whose token cannot be read: the sign-in form says so, without the old alert.
+    page.evaluate("location.hash = '#token=%zz'")
+    page.wait_for_selector("#signin:not([hidden])")
+    assert page.is_hidden("#alert")
+    assert "could not be read" in page.inner_text("#signin-error")
+
+
+def test_a_view_shows_titles_as_they_are_after_a_load(watched: Watched, tmp_path: Path) -> None:
+    # The initiatives were read once a session: a title renamed by a load stayed as it was
+    # in one view while another showed the new one, until the page was loaded again.
+    url = f"sqlite:///{tmp_path / 'renamed.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    account = b.account(name="Renamed")
+    secret = b.token(b.user(account, role="owner"))
+    initiative = b.initiative(account, title="Before the load")
+    b.budget_version(initiative, effective_from="2026-01-01", capex_cents=100_000)
+    b.load(engine)
+    store = RunningServer(Settings(database_url=url))
+    try:
+        watched.other_server = f"127.0.0.1:{store.port}"
+        page = watched.page
+        page.goto(f"{store.base_url}/#token={secret}")
+        page.wait_for_selector(READY)
+        page.evaluate("location.hash = '#/budgets'")
+        page.wait_for_selector(f"{READY} [data-view=budgets]")
+        assert "Before the load" in page.inner_text("#view")
+        b.data["initiatives"][0]["title"] = "After the load"
+        b.load(engine)
+        page.evaluate("location.hash = '#/'")
+        page.wait_for_selector(f"{READY} [data-view=portfolio]")
+        page.evaluate("location.hash = '#/budgets'")
+        page.wait_for_selector(f"{READY} [data-view=budgets]")
+        shown = page.inner_text("#view")
+        assert "After the load" in shown and "Before the load" not in shown
+    finally:
+        store.stop()
+        engine.dispose()
+
+
 def test_it_is_used_with_the_keyboard_alone(watched: Watched, served: Served) -> None:
     page = watched.page
     keyboard = page.keyboard

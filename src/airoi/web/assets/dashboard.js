@@ -262,16 +262,20 @@
 
   // --- charts (uPlot) -------------------------------------------------------------------
 
+  // Short amounts for an axis and its legend: 12.5K from a thousand up; below, up to the
+  // cent (a compact 0.25 reads 0, and an axis of small amounts read 0 at every tick).
   function compactMoney(currency) {
-    let format;
-    try {
-      format = new Intl.NumberFormat(undefined, {
-        style: "currency", currency, notation: "compact", maximumFractionDigits: 1,
-      });
-    } catch (error) {
-      format = new Intl.NumberFormat(undefined, { notation: "compact" });
-    }
-    return (value) => (value === null || value === undefined ? "—" : format.format(value));
+    const make = (options) => {
+      try {
+        return new Intl.NumberFormat(undefined, { style: "currency", currency, ...options });
+      } catch (error) {
+        return new Intl.NumberFormat(undefined, options);
+      }
+    };
+    const compact = make({ notation: "compact", maximumFractionDigits: 1 });
+    const small = make({ minimumFractionDigits: 0, maximumFractionDigits: 2 });
+    return (value) => (value === null || value === undefined ? "—"
+      : (Math.abs(value) < 1000 ? small : compact).format(value));
   }
 
   // Periods on x (one per row, labelled as the API labels them); each series its own style.
@@ -353,11 +357,11 @@
         ? "1 connection needs attention" : `${attention} connections need attention`),
       ": what they bring in may be missing from recent figures.");
     const period = roi.period;
-    const span = period.from ? `${day(period.from)} – ${day(period.through)}` : period.label;
+    const span = period.from ? ` (${day(period.from)} – ${day(period.through)})` : "";
 
     const head = h("div", { class: "view-head" },
       h("div", {}, h("h1", {}, "Portfolio"), h("p", { class: "muted" },
-        `${period.label} (${span}) · amounts in ${currency}`)),
+        `${period.label}${span} · amounts in ${currency}`)),
       choices("Window", WINDOWS, windowName, (value) => { state.window = value; return render(); }));
 
     const total = roi.total_cost_cents;
@@ -378,7 +382,8 @@
     h("div", { class: "split", "aria-hidden": "true" },
       setWidth(h("span", { class: "split-capex" }), capexShare),
       setWidth(h("span", { class: "split-opex" }), 1 - capexShare)),
-    `one-time ${percent(capexShare)} · running ${percent(Number(total) > 0 ? 1 - capexShare : 0)}`));
+    Number(total) > 0 ? `one-time ${percent(capexShare)} · running ${percent(1 - capexShare)}`
+      : "no cost to split in this window"));
 
     // Value against cost over time.
     const rows = periods.data;
@@ -664,6 +669,7 @@
   }
 
   function showSignIn(message) {
+    showAlert("");
     destroyCharts();
     document.getElementById("view").replaceChildren();
     document.getElementById("nav").hidden = true;
@@ -696,6 +702,9 @@
     }
     const view = h("div", { class: "view", "data-view": name });
     document.body.dataset.state = "loading";
+    // Titles and stages as they are now: a load may have changed them since the last view
+    // (asked again each view; the API answers 304 to what the browser holds unchanged).
+    state.initiatives = null;
     try {
       if (initiative) await initiativeView(view, initiative[1], draws);
       else if (name === "budgets") await budgetsView(view);
@@ -710,6 +719,9 @@
         showSignIn(error.message);
         return;
       }
+      // What was shown before is another view's (or another token's): not under this one.
+      destroyCharts();
+      document.getElementById("view").replaceChildren();
       showAlert(error instanceof ApiFailure ? error.message : "The page could not be shown.");
       if (!(error instanceof ApiFailure)) console.warn(error);
       return;
