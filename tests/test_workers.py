@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
 from airoi.db.engine import make_engine
+from airoi.serving import GRACEFUL_SHUTDOWN_SECONDS
 from tests.conftest import _empty, bearer
 from tests.factories import BundleBuilder
 from tests.servers import airoi_serve
@@ -233,3 +234,37 @@ def test_an_operators_metrics_directory_loses_only_the_old_counts(
     assert directory.is_dir()
     assert sorted(path.name for path in directory.iterdir()) == ["store.db"]
     assert (directory / "store.db").read_text() == "not the metrics'"
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_client_that_never_reads_does_not_hold_the_stop(sqlite_url: str, workers: str) -> None:
+    # Fifty answers asked for and none read: the server stopped listening at SIGTERM, then
+    # waited for that connection as long as the client stayed (72 s, a second SIGTERM too).
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "airoi", "serve", "--port", str(port), "--workers", workers],
+        env={**os.environ, "AIROI_DATABASE_URL": sqlite_url},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    reader = socket.socket()
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader.connect(("127.0.0.1", port))
+        reader.sendall(b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n" * 50)
+        time.sleep(1)  # its answers fill what the kernel holds, and the server waits to send
+        stopped = time.monotonic()
+        server.terminate()
+        server.wait(timeout=GRACEFUL_SHUTDOWN_SECONDS + 10)
+        assert time.monotonic() - stopped < GRACEFUL_SHUTDOWN_SECONDS + 10
+    finally:
+        reader.close()
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -486,7 +486,7 @@ def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
     import uvicorn
 
     from airoi.logs import configure_logging
-    from airoi.serving import PROTOCOL
+    from airoi.serving import GRACEFUL_SHUTDOWN_SECONDS, PROTOCOL
     from airoi.settings import HEADER_TIMEOUT_ENV
 
     configure_logging(settings.log_format, settings.log_level)
@@ -510,6 +510,7 @@ def _serve(settings: Settings, host: str, port: int, workers: int) -> None:
             log_config=None,
             log_level=None,
             access_log=False,  # the service writes its own access line, without the query
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
 
 

@@ -46,6 +46,11 @@ MAX_BODY_BYTES = 1024 * 1024
 # it over.
 MAX_BODY_WIRE_BYTES = 2 * MAX_BODY_BYTES + MAX_HEAD_BYTES
 PROTOCOL = "airoi.serving:LimitedHttpToolsProtocol"
+# Once told to stop (SIGTERM, SIGINT), requests in flight get this long to finish; then they
+# are cancelled and the process ends. Without it, one client that never read its answer held
+# the stop for as long as it stayed connected, the port already closed. Under the 10 s a
+# container runtime gives before SIGKILL.
+GRACEFUL_SHUTDOWN_SECONDS = 8
 
 log = logging.getLogger("airoi.http")
 _encode = msgspec.json.Encoder().encode
