@@ -38,8 +38,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextmanager
-def served(database_url: str, workers: int, **env: str) -> Iterator[str]:
+def _started(database_url: str, workers: int, **env: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`airoi serve --workers N` on a free port, once /healthz answers: the process, its port."""
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "airoi", "serve", "--port", str(port), "--workers", str(workers)],
@@ -47,18 +47,23 @@ def served(database_url: str, workers: int, **env: str) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return server, port
+        except httpx.TransportError:
+            time.sleep(0.05)
+    server.kill()
+    server.wait()
+    pytest.fail("airoi serve did not come up")
+
+
+@contextmanager
+def served(database_url: str, workers: int, **env: str) -> Iterator[str]:
+    server, port = _started(database_url, workers, **env)
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("airoi serve did not come up")
         time.sleep(0.5)  # let the second worker start accepting too
-        yield base
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -236,25 +241,13 @@ def test_an_operators_metrics_directory_loses_only_the_old_counts(
     assert (directory / "store.db").read_text() == "not the metrics'"
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_client_that_never_reads_does_not_hold_the_stop(sqlite_url: str, workers: str) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_client_that_never_reads_does_not_hold_the_stop(sqlite_url: str, workers: int) -> None:
     # Fifty answers asked for and none read: the server stopped listening at SIGTERM, then
     # waited for that connection as long as the client stayed (72 s, a second SIGTERM too).
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "airoi", "serve", "--port", str(port), "--workers", workers],
-        env={**os.environ, "AIROI_DATABASE_URL": sqlite_url},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server, port = _started(sqlite_url, workers)
     reader = socket.socket()
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
         reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         reader.connect(("127.0.0.1", port))
         reader.sendall(b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n" * 50)
