@@ -8,7 +8,8 @@ them and HTTP. It runs the project's own code for each of them, in the service's
 - the bearer token looked up on a pooled connection (`airoi.auth.authenticate`);
 - the token's rate-limit budget counted (`airoi.ratelimit.RateLimiter`), its headers sent;
 - query names checked against the endpoint's, `limit` read as a whole number in range;
-- the page read and built (`COST_ENTRIES.rows`), encoded by msgspec;
+- the page read (`COST_ENTRIES.served`: on SQLite its rows as the JSON the database writes),
+  encoded by msgspec;
 - the strong ETag (`airoi.conditional.entity_tag`), a request id, one access-log line and
   the request counted in the metrics (`airoi.observability.Metrics`).
 
@@ -35,7 +36,7 @@ from airoi.auth import authenticate, authorization_of, bearer_secret
 from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
 from airoi.errors import ApiError
-from airoi.listing import MAX_LIMIT, Cursors
+from airoi.listing import MAX_LIMIT, Cursors, served_rows
 from airoi.logs import configure_logging
 from airoi.observability import Metrics, log_access, loggable_path
 from airoi.ratelimit import RateLimiter
@@ -76,14 +77,14 @@ def _page(scope: dict[str, Any], duties: bool) -> tuple[bytes, dict[str, str], i
         limit_text = values.get("limit", "100")
         if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
             raise ApiError(400, "The limit parameter is not valid.")
-        page = COST_ENTRIES.rows(
+        page = COST_ENTRIES.served(
             conn,
             account_id,
             cursors=cursors,
             cursor=values.get("cursor"),
             limit=int(limit_text),
         )
-        body = encoder.encode(CostEntryList(data=list(page.rows), page=page.info))
+        body = encoder.encode(CostEntryList(data=served_rows(page), page=page.info))
     finally:
         conn.close()
     headers = standing.headers() if standing is not None else {}

@@ -13,11 +13,12 @@ import binascii
 import hashlib
 import hmac
 import logging
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar, cast
 
 import msgspec
 from sqlalchemy import (
@@ -391,27 +392,25 @@ class ListQuery:
         cursors: Cursors,
         rows: Sequence[Sequence[Any]],
         limit: int,
-        keyset_at: tuple[int, int],
+        keyset: Callable[[Sequence[Any]], tuple[Any, int]],
         cursor: str | None,
     ) -> tuple[Sequence[Sequence[Any]], bool, str | None, str | None]:
         """The rows to serve (one more was fetched to know), has_more, next_cursor and the
-        resume cursor (SEMANTICS R36), made from the last row's (updated_at, id) at
-        `keyset_at`; with no row to serve the resume cursor is the one passed."""
+        resume cursor (SEMANTICS R36), made from the last row's (updated_at, id) as
+        `keyset(row)` reads them; with no row to serve the resume cursor is the one passed."""
         has_more = len(rows) > limit
         rows = rows[:limit]
         if not rows:
             return rows, has_more, None, cursor
-        last = rows[-1]
-        stamp_at, id_at = keyset_at
-        stamp = last[stamp_at]
+        stamp, row_id = keyset(rows[-1])
         # SQLite's stored text ('...T09:30:00.125Z', also the served text) or a datetime.
         stamp = stamp if isinstance(stamp, datetime) else read_stored_datetime(stamp)
-        resume = cursors.codec(conn).encode(self.endpoint, account_id, Position(stamp, last[id_at]))
+        resume = cursors.codec(conn).encode(self.endpoint, account_id, Position(stamp, row_id))
         return rows, has_more, resume if has_more else None, resume
 
 
 # Where a keyed statement's rows hold (updated_at, id): its last two columns.
-_KEYSET_LAST = (-2, -1)
+_KEYSET_LAST = operator.itemgetter(-2, -1)
 
 
 def _keyset_in(shape: Shape[Any], order: tuple[Any, Any]) -> tuple[int, int] | None:
@@ -449,6 +448,21 @@ class ShapedList(ListQuery, Generic[S]):
         self.shape = shape
         self._served_keyset = _keyset_in(shape, self.order_columns)
         self._prepared: dict[tuple[frozenset[str], str, bool], Prepared] = {}
+        # The same list with each row read as its JSON text, where SQLite can write it
+        # (`Shape.sqlite_json`): a row's text, then the keyset columns.
+        row_json = shape.sqlite_json()
+        self._as_json = (
+            None
+            if row_json is None
+            else ListQuery(endpoint, select(row_json), table, filters, order=order)
+        )
+        self._json_prepared: dict[tuple[frozenset[str], str, bool], Prepared] = {}
+        # Where the row serves the keyset as top-level fields, the last row's text is read for
+        # it (two fields of one row) rather than the two columns selected for every row.
+        served_names = (
+            None if self._served_keyset is None else shape.field_names(self._served_keyset)
+        )
+        self._keyset_of_json = None if served_names is None else _json_keyset(*served_names)
         self._builders: dict[str, Callable[[Iterable[Sequence[Any]]], list[S]]] = {}
         self._serves_keyset: dict[str, bool] = {}
 
@@ -491,10 +505,12 @@ class ShapedList(ListQuery, Generic[S]):
             return prepared.rows(conn, params)
 
         fetched = self.fetch(conn, after, params, run)
-        keyset_at = self._served_keyset if served else _KEYSET_LAST
-        assert keyset_at is not None
+        keyset = _KEYSET_LAST
+        if served:
+            assert self._served_keyset is not None
+            keyset = operator.itemgetter(*self._served_keyset)
         rows, has_more, next_cursor, resume = self._cut(
-            conn, account_id, cursors, fetched, limit, keyset_at, cursor
+            conn, account_id, cursors, fetched, limit, keyset, cursor
         )
         builder = self._builders.get(conn.dialect.name)
         if builder is None:
@@ -503,3 +519,73 @@ class ShapedList(ListQuery, Generic[S]):
             processors = ran[0].result_processors(conn.dialect)
             builder = self._builders[conn.dialect.name] = self.shape.builder(processors)
         return Page(builder(rows), has_more, next_cursor, resume)
+
+    def served(
+        self,
+        conn: Connection,
+        account_id: int,
+        *,
+        cursors: Cursors,
+        cursor: str | None,
+        limit: int,
+        **values: Any,
+    ) -> Page[S] | EncodedPage:
+        """One page as a response serves it: on SQLite, where the Shape's rows can be written
+        by the database (`Shape.sqlite_json`), their JSON array as it is sent; otherwise the
+        Structs of `rows`. The same rows, cursors and errors either way."""
+        as_json = self._as_json
+        if as_json is None or conn.dialect.name != "sqlite":
+            return self.rows(
+                conn, account_id, cursors=cursors, cursor=cursor, limit=limit, **values
+            )
+        (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
+        keyset = self._keyset_of_json if self.serves_keyset(conn.dialect) else None
+        served = keyset is not None
+
+        def run(kind: str) -> Sequence[Sequence[Any]]:
+            key = (used, kind, served)
+            prepared = self._json_prepared.get(key)
+            if prepared is None:
+                prepared = self._json_prepared[key] = Prepared(as_json.statement(*key))
+            return prepared.rows(conn, params)
+
+        fetched = self.fetch(conn, after, params, run)
+        rows, has_more, next_cursor, resume = self._cut(
+            conn, account_id, cursors, fetched, limit, keyset or _KEYSET_LAST, cursor
+        )
+        data = msgspec.Raw(f"[{','.join([row[0] for row in rows])}]".encode())
+        return EncodedPage(data, has_more, next_cursor, resume)
+
+
+def _json_keyset(stamp: str, key: str) -> Callable[[Sequence[Any]], tuple[Any, int]]:
+    """The (updated_at, id) of a row read as its JSON text, served under these names."""
+    keyset = msgspec.defstruct("Keyset", [(stamp, str), (key, int)])
+    decode = msgspec.json.Decoder(keyset).decode
+    read = operator.attrgetter(stamp, key)
+    return lambda row: read(decode(row[0]))
+
+
+@dataclass(frozen=True)
+class EncodedPage:
+    """A page whose rows are encoded already: `data` is their JSON array."""
+
+    data: msgspec.Raw
+    has_more: bool
+    next_cursor: str | None
+    resume_cursor: str | None
+
+    @property
+    def info(self) -> ResumablePageInfo:
+        return ResumablePageInfo(
+            has_more=self.has_more, next_cursor=self.next_cursor, resume_cursor=self.resume_cursor
+        )
+
+
+def served_rows(page: Page[S] | EncodedPage) -> list[S]:
+    """What a response Struct's `data` holds for `page`: its Structs, or, for an
+    `EncodedPage`, the JSON array of its rows as a `msgspec.Raw`, which msgspec writes as it
+    is. The Struct's annotation (a list of rows) is what the description shows; the body is
+    the same bytes either way, and nothing but the encoder reads a response's `data`."""
+    if isinstance(page, EncodedPage):
+        return cast("list[S]", page.data)
+    return list(page.rows)

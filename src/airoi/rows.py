@@ -5,16 +5,33 @@ already in its wire form: datetimes are formatted by the database (`iso_ms`), bo
 dates come through the column types' own result processing. Building a row is then one
 positional Struct call (plus one per nested Struct), and msgspec encodes it: no per-row
 Python formatting and no attribute lookups by name. `Row` is the base of served rows.
+
+On SQLite a Shape can also have the database write each row's JSON (`sqlite_json`), the
+very bytes msgspec would write for the Struct: a page is then a hundred strings joined, not
+two thousand values made into Python objects, built into Structs and encoded.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Generic, TypeVar
 
 import msgspec
-from sqlalchemy import ColumnElement, String, literal
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Date,
+    Integer,
+    String,
+    case,
+    func,
+    literal,
+    literal_column,
+    null,
+)
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
@@ -134,3 +151,76 @@ class Shape(Generic[S]):
         # The text is made above from the Shape's own fields and nothing else.
         built: Callable[[Iterable[Sequence[Any]]], list[S]] = eval(source, namespace)  # noqa: S307
         return built
+
+    def sqlite_json(self) -> ColumnElement[str] | None:
+        """Each row as the JSON text msgspec writes for its Struct, made by SQLite's
+        `json_object` (fields in order, under their encoded names); None when a field's text
+        cannot be made exactly so. SQLite escapes a string as msgspec does, byte for byte, and
+        writes an integer as it is; a boolean is stored as 0 or 1 and a date as its ISO text
+        (both turned into the served form below). A float is not made here: SQLite writes 15
+        significant digits, msgspec the shortest text that reads back the same number."""
+        config = self.struct.__struct_config__
+        if config.omit_defaults or config.array_like or config.tag is not None:
+            return None
+        names = self.struct.__struct_encode_fields__
+        arguments: list[ColumnElement[Any]] = []
+        for name, (start, nested) in zip(names, self._fields(), strict=True):
+            value = _sqlite_json_value(self.raw[start]) if nested is None else nested.sqlite_json()
+            if value is None:
+                return None
+            if not _PLAIN_NAME.fullmatch(name):
+                return None
+            # Written into the statement (not bound): the field names are the Struct's own.
+            arguments += [literal_column(f"'{name}'", String()), value]
+        return func.json_object(*arguments, type_=String())
+
+    def field_names(self, columns: Sequence[int]) -> tuple[str, ...] | None:
+        """The encoded names of the fields served from these columns (by their place among
+        `raw`), when each is a field of the Struct itself (not of a nested one); else None."""
+        names = self.struct.__struct_encode_fields__
+        at = {
+            start: name
+            for name, (start, nested) in zip(names, self._fields(), strict=True)
+            if nested is None
+        }
+        if any(column not in at for column in columns):
+            return None
+        return tuple(at[column] for column in columns)
+
+    def _fields(self) -> list[tuple[int, Shape[Any] | None]]:
+        """Each field of the Struct, in order: its first column, and its nested Shape or None."""
+        fields: list[tuple[int, Shape[Any] | None]] = []
+        for start, stop, nested in self._parts:
+            if nested is None:
+                fields += [(i, None) for i in range(start, stop)]
+            else:
+                fields.append((start, nested))
+        return fields
+
+
+_SQLITE = sqlite.dialect()
+_ISO_DATE = "0001-02-03"
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ZERO = literal_column("0", Integer())
+_TRUE = literal_column("json('true')", String())
+_FALSE = literal_column("json('false')", String())
+
+
+def _sqlite_json_value(column: ColumnElement[Any]) -> ColumnElement[Any] | None:
+    """`column`'s value as `json_object` should take it to write what msgspec writes for the
+    value SQLAlchemy reads from SQLite; None when that cannot be said for its type."""
+    impl = column.type.dialect_impl(_SQLITE)
+    processor = impl.result_processor(_SQLITE, None)
+    if isinstance(impl, Boolean):
+        # Read as bool(stored): any integer but 0 is true.
+        written = case((column != _ZERO, _TRUE), else_=_FALSE)
+        if getattr(column, "nullable", True):
+            written = case((column.is_(None), null()), else_=written)
+        return written
+    if isinstance(impl, Date):
+        # Stored as text in the form it is written with; served when it is the ISO date.
+        bind = impl.bind_processor(_SQLITE)
+        return column if bind is not None and bind(date(1, 2, 3)) == _ISO_DATE else None
+    if isinstance(impl, Integer | String) and processor is None:
+        return column
+    return None

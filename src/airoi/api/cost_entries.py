@@ -32,7 +32,7 @@ from airoi.api.common import (
     source_shape,
 )
 from airoi.db.tables import cost_entries
-from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since, served_rows
 from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
 from airoi.vocabulary import CostCategory
@@ -137,7 +137,7 @@ def list_cost_entries(
     period_from: PeriodFrom = None,
     period_to: PeriodTo = None,
 ) -> CostEntryList:
-    page = COST_ENTRIES.rows(
+    page = COST_ENTRIES.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
@@ -147,4 +147,4 @@ def list_cost_entries(
         initiative_id=initiative_id,
         **periods(period_from, period_to),
     )
-    return CostEntryList(data=list(page.rows), page=page.info)
+    return CostEntryList(data=served_rows(page), page=page.info)

@@ -27,7 +27,13 @@ from airoi.api.common import (
     timestamp,
 )
 from airoi.db.tables import deletions
-from airoi.listing import ResumablePageInfo, ShapedList, changed_since, parse_updated_since
+from airoi.listing import (
+    ResumablePageInfo,
+    ShapedList,
+    changed_since,
+    parse_updated_since,
+    served_rows,
+)
 from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
 from airoi.vocabulary import ServedList
@@ -85,7 +91,7 @@ def list_deletions(
         Resource | None, Parameter(description="Only tombstones of rows of this list.")
     ] = None,
 ) -> DeletionList:
-    page = DELETIONS.rows(
+    page = DELETIONS.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
@@ -94,4 +100,4 @@ def list_deletions(
         updated_since=parse_updated_since(updated_since),
         resource=resource,
     )
-    return DeletionList(data=list(page.rows), page=page.info)
+    return DeletionList(data=served_rows(page), page=page.info)

@@ -28,7 +28,7 @@ from airoi.api.common import (
     source_shape,
 )
 from airoi.db.tables import observations
-from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since, served_rows
 from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
 
@@ -112,7 +112,7 @@ def list_observations(
         ),
     ] = None,
 ) -> ObservationList:
-    page = OBSERVATIONS.rows(
+    page = OBSERVATIONS.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
@@ -122,4 +122,4 @@ def list_observations(
         initiative_id=initiative_id,
         metric_key=metric_key,
     )
-    return ObservationList(data=list(page.rows), page=page.info)
+    return ObservationList(data=served_rows(page), page=page.info)

@@ -36,7 +36,7 @@ from airoi.api.common import (
     source_shape,
 )
 from airoi.db.tables import value_entries
-from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since
+from airoi.listing import ResumablePageInfo, ShapedList, parse_updated_since, served_rows
 from airoi.rows import Row, Shape, iso_ms
 from airoi.store import keyset_page
 from airoi.vocabulary import ValueStatus
@@ -148,7 +148,7 @@ def list_value_entries(
         ValueStatus | None, Parameter(description="Only entries with this status.")
     ] = None,
 ) -> ValueEntryList:
-    page = VALUE_ENTRIES.rows(
+    page = VALUE_ENTRIES.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
@@ -159,4 +159,4 @@ def list_value_entries(
         status=status,
         **periods(period_from, period_to),
     )
-    return ValueEntryList(data=list(page.rows), page=page.info)
+    return ValueEntryList(data=served_rows(page), page=page.info)
