@@ -425,3 +425,38 @@ def test_a_client_gone_mid_body_is_logged_and_counted_as_such_not_as_a_failure(
     assert [line for line in lines if line["level"] == "ERROR"] == []
     assert 'route="/mcp",status="500"' not in metrics
     assert 'route="/mcp",status="499"' in metrics
+
+
+def test_a_client_gone_while_its_answers_were_written_is_a_499_not_an_error(
+    tmp_path: Path,
+) -> None:
+    # A client that asked for several answers on one connection (pipelined) and left before
+    # reading them: the answer still being written met a closed transport. It was logged as an
+    # unhandled failure with a traceback, the server added an ERROR that the answer was left
+    # unfinished, and the access line and the metrics said 200.
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    log = tmp_path / "serve.log"
+    with airoi_serve(url, stderr_to=log, AIROI_LOG_FORMAT="json") as port:
+        sock = socket.socket()
+        # A small receive window, never read: the server's writes stop while the client stays.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(get("/api/v1/openapi.json", "", close=False) * 30)
+        time.sleep(2)
+        sock.close()
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:  # until the answer in flight is logged
+            lines = [json.loads(line) for line in log.read_text().splitlines() if line]
+            access = [line for line in lines if line["logger"] == "airoi.access"]
+            if any(line["status"] == 499 for line in access):
+                break
+            time.sleep(0.1)
+        metrics = request(port, get("/metrics", "")).body.decode()
+    assert [line for line in lines if line["level"] == "ERROR"] == []
+    gone = [line for line in access if line["status"] == 499]
+    assert len(gone) == 1, access
+    assert gone[0]["route"] == "/api/v1/openapi.json"
+    assert 'route="/api/v1/openapi.json",status="499"' in metrics

@@ -23,6 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -389,9 +390,39 @@ def loggable_path(path: str, route: str) -> str | None:
     return path if form.fullmatch(path) else None
 
 
+# This request's answer could not be written: its connection was gone (set in the request's
+# own task, where the server logs what follows the app's return).
+_ANSWER_LOST: ContextVar[bool] = ContextVar("airoi_answer_lost", default=False)
+_UNFINISHED = "ASGI callable returned without completing response."
+
+
+def _connection_lost(exc: Exception) -> bool:
+    """Whether the server's `send` failed because the client's connection is gone: a reset
+    socket (OSError), or uvloop's closed transport. The server marks only the last request it
+    read from a connection as disconnected; when the client pipelined several and left, the
+    one still answering writes to the closed transport, and uvloop raises this RuntimeError."""
+    return isinstance(exc, OSError) or (
+        isinstance(exc, RuntimeError) and str(exc).endswith("the handler is closed")
+    )
+
+
+class _UnfinishedAfterLoss(logging.Filter):
+    """Drops the server's error that a request's answer was left unfinished when that answer's
+    connection was gone: the access line says 499 for it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_ANSWER_LOST.get() and record.getMessage() == _UNFINISHED)
+
+
+_UNFINISHED_AFTER_LOSS = _UnfinishedAfterLoss()
+
+
 def observe(app: Litestar, metrics: Metrics) -> None:
     """Wrap the app's ASGI handler: request id, context headers, access log, metrics."""
     inner: Any = app.asgi_handler
+    server_log = logging.getLogger("uvicorn.error")
+    if _UNFINISHED_AFTER_LOSS not in server_log.filters:
+        server_log.addFilter(_UNFINISHED_AFTER_LOSS)
 
     async def handler(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -401,7 +432,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
         scope[SCOPE_KEY] = context
         started = time.perf_counter()
         status = 500
-        answered = False
+        answered = lost = False
 
         if scope["method"] == "POST":  # the one method served with a body (/mcp, OAuth)
             read = receive
@@ -413,7 +444,9 @@ def observe(app: Litestar, metrics: Metrics) -> None:
                 return message
 
         async def send_with_headers(message: Message) -> None:
-            nonlocal status, answered
+            nonlocal status, answered, lost
+            if lost:
+                return  # nothing more reaches a client that is gone
             if message["type"] == "http.response.start":
                 answered = True
                 context.release()
@@ -425,7 +458,15 @@ def observe(app: Litestar, metrics: Metrics) -> None:
                 headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in names]
                 headers += [(k.encode(), v.encode("latin-1")) for k, v in extra]
                 message = {**message, "headers": headers}
-            await send(message)
+            try:
+                await send(message)
+            except Exception as exc:
+                if not _connection_lost(exc):
+                    raise
+                # As the server does for a client it knows is gone: the rest is not sent,
+                # and the app finishes as if it had been.
+                lost = context.client_gone = True
+                _ANSWER_LOST.set(True)
 
         try:
             await inner(scope, receive, send_with_headers)
@@ -445,7 +486,7 @@ def observe(app: Litestar, metrics: Metrics) -> None:
             seconds = time.perf_counter() - started
             if context.refused is not None:
                 status = context.refused
-            elif context.client_gone and (not answered or status >= 500):
+            elif lost or (context.client_gone and (not answered or status >= 500)):
                 status = CLIENT_CLOSED
             route, path = asked(scope)
             method = context.method if context.method in _METHODS else "other"
