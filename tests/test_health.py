@@ -445,3 +445,17 @@ def test_a_table_renamed_under_the_service_is_503_on_every_store(
     writer.dispose()
     assert_503(client.get("/api/v1/cost_entries", headers=bearer(token)))
     assert_503(client.get("/readyz"))
+
+
+def test_a_sqlite_store_removed_under_the_service_is_not_ready(
+    tmp_path: Any, app_client: Any
+) -> None:
+    # The connections the pool kept still read the removed file, so /readyz said 200 while
+    # every request on a new connection was answered 503.
+    path = tmp_path / "airoi.db"
+    client = app_client(Settings(database_url=migrated_sqlite(path)))
+    assert client.get("/readyz").status_code == 200
+    for file in tmp_path.glob("airoi.db*"):
+        file.unlink()
+    assert_503(client.get("/readyz"))
+    assert client.get("/healthz").status_code == 200

@@ -3,21 +3,24 @@
 `GET /healthz` says the process answers: it touches no database and no counter store.
 `GET /readyz` says the store can be read the way requests read it: a real table, through a
 connection of the serving engine held as a request holds it, and every table and column the
-service reads is there (on SQLite, the search tool's index too). 200, or 503 with the SPEC 7
+service reads is there (on SQLite, the search tool's index too, and the file at the store's
+path). 200, or 503 with the SPEC 7
 body and Retry-After when the store is away, too slow, or cannot be read (a file that is
 not a database, a table missing), each logged as the API logs a failure (SEMANTICS R15).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import msgspec
 from litestar import Request, get
 from sqlalchemy import Engine, Select, column, exists, literal, or_, select, table, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as SATimeoutError
 
+from airoi.db.engine import NO_FILE, missing_sqlite_file
 from airoi.db.search_index import FTS_TABLE
 from airoi.db.tables import accounts, metadata, tokens, users
 from airoi.failures import log_unreadable
@@ -66,6 +69,11 @@ def readyz(request: Request[Any, Any, Any]) -> Health:
     engine: Engine = request.app.state.engine
     context = held_context(request.scope)  # type: ignore[arg-type]
     try:
+        missing = missing_sqlite_file(engine)
+        if missing is not None:
+            # Removed under the service: kept connections still read the removed file, and
+            # every new one fails (airoi.db.engine), so requests answer 503 by turns.
+            raise OperationalError("readiness", None, sqlite3.OperationalError(NO_FILE))
         connection = context.hold(engine)
         connection.execute(_READINESS).all()
         connection.execute(_SCHEMA).all()

@@ -64,6 +64,8 @@ KEEPALIVE = {
 }
 
 logger = logging.getLogger("airoi.db")
+# SQLite's own words for a file it cannot open.
+NO_FILE = "unable to open database file"
 # How long SQLite waits for a lock another connection holds (at most a statement's time).
 SQLITE_BUSY_MS = 5000
 
@@ -162,7 +164,7 @@ def _open_only_what_is_there(engine: Engine, path: str) -> None:
     @event.listens_for(engine, "do_connect")
     def _only_a_file_there(dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
         if not os.path.exists(path):
-            raise sqlite3.OperationalError("unable to open database file")
+            raise sqlite3.OperationalError(NO_FILE)
 
 
 def _driver_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
