@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -383,6 +383,19 @@ def test_demo_serve_holds_the_same_limits(tmp_path: Path) -> None:
         demo.wait(timeout=30)
 
 
+def logged_until(
+    log: Path, done: Callable[[list[dict[str, Any]]], bool]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The server's JSON log lines and its access lines, once `done(access lines)` (or WAIT)."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line]
+        access = [line for line in lines if line["logger"] == "airoi.access"]
+        if done(access) or time.monotonic() > deadline:
+            return lines, access
+        time.sleep(0.1)
+
+
 def test_a_client_gone_mid_body_is_logged_and_counted_as_such_not_as_a_failure(
     tmp_path: Path,
 ) -> None:
@@ -405,13 +418,8 @@ def test_a_client_gone_mid_body_is_logged_and_counted_as_such_not_as_a_failure(
         refused = chunked_past_the_limit(port, token)  # refused as it is read
         assert refused.status == 413
         refused_id = refused.error()["request_id"]
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:  # until both access lines are written
-            lines = [json.loads(line) for line in log.read_text().splitlines() if line]
-            access = [line for line in lines if line["logger"] == "airoi.access"]
-            if len(access) >= 3:  # the /healthz of start-up, and the two
-                break
-            time.sleep(0.1)
+        # Until both access lines are written (after the /healthz of start-up).
+        lines, access = logged_until(log, lambda access: len(access) >= 3)
         metrics = request(port, get("/metrics", "")).body.decode()
     posts = [line for line in access if line["method"] == "POST"]
     assert sorted(line["status"] for line in posts) == [413, 499], posts
@@ -447,13 +455,8 @@ def test_a_client_gone_while_its_answers_were_written_is_a_499_not_an_error(
         sock.sendall(get("/api/v1/openapi.json", "", close=False) * 30)
         time.sleep(2)
         sock.close()
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:  # until the answer in flight is logged
-            lines = [json.loads(line) for line in log.read_text().splitlines() if line]
-            access = [line for line in lines if line["logger"] == "airoi.access"]
-            if any(line["status"] == 499 for line in access):
-                break
-            time.sleep(0.1)
+        # Until the answer in flight is logged.
+        lines, access = logged_until(log, lambda access: any(a["status"] == 499 for a in access))
         metrics = request(port, get("/metrics", "")).body.decode()
     assert [line for line in lines if line["level"] == "ERROR"] == []
     gone = [line for line in access if line["status"] == 499]

@@ -216,9 +216,9 @@ def parse_updated_since(value: str | None) -> datetime | None:
         ) from exc
 
 
-@dataclass(frozen=True)
-class Page(Generic[T]):
-    rows: Sequence[T]
+class _Placed:
+    """What a page says of where it ends (its `page` object)."""
+
     has_more: bool
     next_cursor: str | None
     resume_cursor: str | None
@@ -228,6 +228,14 @@ class Page(Generic[T]):
         return ResumablePageInfo(
             has_more=self.has_more, next_cursor=self.next_cursor, resume_cursor=self.resume_cursor
         )
+
+
+@dataclass(frozen=True)
+class Page(_Placed, Generic[T]):
+    rows: Sequence[T]
+    has_more: bool
+    next_cursor: str | None
+    resume_cursor: str | None
 
     @property
     def budget_info(self) -> PageInfo:
@@ -566,19 +574,13 @@ def _json_keyset(stamp: str, key: str) -> Callable[[Sequence[Any]], tuple[Any, i
 
 
 @dataclass(frozen=True)
-class EncodedPage:
+class EncodedPage(_Placed):
     """A page whose rows are encoded already: `data` is their JSON array."""
 
     data: msgspec.Raw
     has_more: bool
     next_cursor: str | None
     resume_cursor: str | None
-
-    @property
-    def info(self) -> ResumablePageInfo:
-        return ResumablePageInfo(
-            has_more=self.has_more, next_cursor=self.next_cursor, resume_cursor=self.resume_cursor
-        )
 
 
 def served_rows(page: Page[S] | EncodedPage) -> list[S]:
