@@ -206,3 +206,18 @@ def test_encoded_field_names_are_the_structs() -> None:
     with MEMORY.connect() as conn:
         text = conn.execute(select(Shape(Renamed, literal(7, Integer())).sqlite_json())).scalar()
     assert text == '{"someField":7}' == msgspec.json.encode(Renamed(7)).decode()
+
+
+def test_a_sqlite_without_json_functions_serves_the_structs(
+    engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A build of SQLite may leave its JSON functions out: pages are then built in Python.
+    import airoi.listing
+
+    _, acct, _ = _world(engine)
+    assert airoi.listing.sqlite_writes_json()  # this process's SQLite has them
+    monkeypatch.setattr(airoi.listing, "sqlite_writes_json", lambda: False)
+    with engine.connect() as conn:
+        page = COST_ENTRIES.served(conn, acct, cursors=Cursors(), cursor=None, limit=3)
+    assert isinstance(page, Page)
+    assert len(page.rows) == 3

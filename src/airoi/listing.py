@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import logging
 import operator
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Generic, TypeVar, cast
@@ -542,7 +545,7 @@ class ShapedList(ListQuery, Generic[S]):
         by the database (`Shape.sqlite_json`), their JSON array as it is sent; otherwise the
         Structs of `rows`. The same rows, cursors and errors either way."""
         as_json = self._as_json
-        if as_json is None or conn.dialect.name != "sqlite":
+        if as_json is None or conn.dialect.name != "sqlite" or not sqlite_writes_json():
             return self.rows(
                 conn, account_id, cursors=cursors, cursor=cursor, limit=limit, **values
             )
@@ -581,6 +584,17 @@ class EncodedPage(_Placed):
     has_more: bool
     next_cursor: str | None
     resume_cursor: str | None
+
+
+@functools.cache
+def sqlite_writes_json() -> bool:
+    """Whether the SQLite library this process uses has its JSON functions (built in since
+    3.38; a build may leave them out): without them, pages are built in Python."""
+    try:
+        with closing(sqlite3.connect(":memory:")) as probe:
+            return bool(probe.execute("SELECT json_object('a', json('true'))").fetchone())
+    except sqlite3.Error:
+        return False
 
 
 def served_rows(page: Page[S] | EncodedPage) -> list[S]:
