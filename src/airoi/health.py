@@ -4,9 +4,9 @@
 `GET /readyz` says the store can be read the way requests read it: a real table, through a
 connection of the serving engine held as a request holds it, and every table and column the
 service reads is there (on SQLite, the search tool's index too, and the file at the store's
-path). 200, or 503 with the SPEC 7
-body and Retry-After when the store is away, too slow, or cannot be read (a file that is
-not a database, a table missing), each logged as the API logs a failure (SEMANTICS R15).
+path). 200, or 503 with the SPEC 7 body and Retry-After when the store is away, too slow, or
+cannot be read (a file that is not a database, a table missing), each logged as the API logs
+a failure (SEMANTICS R15).
 """
 
 from __future__ import annotations

@@ -504,18 +504,9 @@ class ShapedList(ListQuery, Generic[S]):
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
         (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
         served = self.serves_keyset(conn.dialect)
-
-        ran: list[Prepared] = []
-
-        def run(kind: str) -> Sequence[Sequence[Any]]:
-            key = (used, kind, served)
-            prepared = self._prepared.get(key)
-            if prepared is None:
-                prepared = self._prepared[key] = Prepared(self.statement(*key))
-            ran.append(prepared)
-            return prepared.rows(conn, params)
-
-        fetched = self.fetch(conn, after, params, run)
+        fetched, first = self._prepared_fetch(
+            self, self._prepared, conn, used, after, served, params
+        )
         keyset = _KEYSET_LAST
         if served:
             assert self._served_keyset is not None
@@ -527,9 +518,33 @@ class ShapedList(ListQuery, Generic[S]):
         if builder is None:
             # Every statement of the list selects the Shape's columns first (the keyset ones
             # follow or not), so they share processors; the builder ignores the rest.
-            processors = ran[0].result_processors(conn.dialect)
+            processors = first.result_processors(conn.dialect)
             builder = self._builders[conn.dialect.name] = self.shape.builder(processors)
         return Page(builder(rows), has_more, next_cursor, resume)
+
+    def _prepared_fetch(
+        self,
+        query: ListQuery,
+        prepared: dict[tuple[frozenset[str], str, bool], Prepared],
+        conn: Connection,
+        used: frozenset[str],
+        after: bool,
+        served: bool,
+        params: dict[str, Any],
+    ) -> tuple[Sequence[Sequence[Any]], Prepared]:
+        """The page's rows (`fetch`) by `query`'s statements for the filters `used`, each run
+        `Prepared` on the driver and kept in `prepared`; and the first statement run."""
+        ran: list[Prepared] = []
+
+        def run(kind: str) -> Sequence[Sequence[Any]]:
+            key = (used, kind, served)
+            statement = prepared.get(key)
+            if statement is None:
+                statement = prepared[key] = Prepared(query.statement(*key))
+            ran.append(statement)
+            return statement.rows(conn, params)
+
+        return self.fetch(conn, after, params, run), ran[0]
 
     def served(
         self,
@@ -551,16 +566,9 @@ class ShapedList(ListQuery, Generic[S]):
             )
         (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
         keyset = self._keyset_of_json if self.serves_keyset(conn.dialect) else None
-        served = keyset is not None
-
-        def run(kind: str) -> Sequence[Sequence[Any]]:
-            key = (used, kind, served)
-            prepared = self._json_prepared.get(key)
-            if prepared is None:
-                prepared = self._json_prepared[key] = Prepared(as_json.statement(*key))
-            return prepared.rows(conn, params)
-
-        fetched = self.fetch(conn, after, params, run)
+        fetched, _ = self._prepared_fetch(
+            as_json, self._json_prepared, conn, used, after, keyset is not None, params
+        )
         rows, has_more, next_cursor, resume = self._cut(
             conn, account_id, cursors, fetched, limit, keyset or _KEYSET_LAST, cursor
         )
