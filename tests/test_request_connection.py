@@ -168,3 +168,31 @@ def test_api_handlers_are_given_one_dependency(db_url: str) -> None:
             assert "reading" in handler.parsed_fn_signature.parameters, handler.handler_name
     finally:
         app.state.engine.dispose()
+
+
+def test_a_connection_not_yet_taken_is_taken_in_a_worker_thread_only(tmp_path: Any) -> None:
+    # Where the token cache kept the token's row (PostgreSQL), the handler's thread takes the
+    # request's connection on first use; asked on the event loop, it is refused (a checkout
+    # there could wait on the server) and none is taken.
+    from airoi.api.common import Reading
+    from airoi.auth import Principal
+    from airoi.observability import RequestContext
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'r.db'}")
+    principal = Principal(
+        account_id=1, user_id=1, account_currency="USD", fiscal_year_start_month=1
+    )
+    context = RequestContext(request_id="r", method="GET")
+    reading = Reading(principal, context, engine, None, Settings())  # type: ignore[arg-type]
+
+    async def on_the_loop() -> Any:
+        return reading.db
+
+    with pytest.raises(RuntimeError, match="worker thread"):
+        asyncio.run(on_the_loop())
+    assert context.connection is None
+    db = reading.db  # in a thread without an event loop: taken, and kept for the request
+    assert db is context.connection is reading.db
+    context.release()
+    assert shelf.held(engine) == 0
+    engine.dispose()

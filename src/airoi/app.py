@@ -58,7 +58,14 @@ from airoi.api.common import (
     provide_reading,
 )
 from airoi.apidocs import ApiDocsPage, api_index, docs_router
-from airoi.auth import INVALID_TOKEN, Principal, authenticate, authorization_of, bearer_secret
+from airoi.auth import (
+    INVALID_TOKEN,
+    Principal,
+    authenticate,
+    authenticate_kept,
+    authorization_of,
+    bearer_secret,
+)
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
 from airoi.db import shelf
@@ -163,9 +170,10 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         secret = bearer_secret(authorization)
         context = held_context(connection.scope)  # type: ignore[arg-type]
         # A place at the store's gate until the answer starts, then the lookup in a worker
-        # thread (airoi.store). The API's handlers read through the connection the token is
-        # looked up on; the tool endpoint opens its own in its tool's thread, so it does not
-        # keep this one while it works.
+        # thread (airoi.store), unless the token's row is kept. The API's handlers read
+        # through the connection the token is looked up on (or, when it was kept, the one
+        # their own thread checks out: `Reading.db`); the tool endpoint opens its own in its
+        # tool's thread, so it does not keep this one while it works.
         gate: StoreGate = connection.app.state.store_gate
         context.leave_gate = await gate.enter()
         keep = connection.scope["path"].startswith(f"{API_PREFIX}/")
@@ -182,9 +190,15 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
             # hop to a worker thread and back cost several times that (airoi.store).
             principal = _look_up(context, engine, authorization, keep, mcp, resource, cache)
         else:
-            principal = await to_thread.run_sync(
-                _look_up, context, engine, authorization, keep, mcp, resource, cache
-            )
+            # On a server, a row the cache can vouch for without a connection is decided here,
+            # on the event loop: the request then makes one hop to a worker thread, its
+            # handler's, not two (airoi.store).
+            kept = None if cache is None else authenticate_kept(cache, authorization)
+            if kept is None:
+                kept = await to_thread.run_sync(
+                    _look_up, context, engine, authorization, keep, mcp, resource, cache
+                )
+            principal = kept
         context.account_id = principal.account_id
         limiter: RateLimiter = connection.app.state.rate_limiter
         # Keyed by the token's hash, never the token (SEMANTICS R15).

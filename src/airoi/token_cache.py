@@ -136,18 +136,29 @@ class TokenCache:
         """The row `look_up` reads on `conn` for `token_hash`, unless kept and still good."""
         generation = self._generation if self.watch(conn) else None
         if generation is not None:
-            entry = self._entries.get(token_hash)
-            if (
-                entry is not None
-                and entry[1] == generation
-                and self.clock() - entry[2] < self.ttl_s
-            ):
-                return entry[0]
+            kept = self._fresh(token_hash, generation)
+            if kept is not None:
+                return kept
         read_at = self.clock()
         row = look_up(conn)
         if row is not None and generation is not None:
             self._put(token_hash, row, generation, read_at)
         return row
+
+    def kept(self, token_hash: str) -> Row | None:
+        """The row kept for `token_hash` and still good, where the cache can tell so without a
+        connection of the request's (PostgreSQL's listener): nothing here waits, so it is
+        asked on the event loop. None: the store is asked (`row`), in a worker thread."""
+        listener = self.listener
+        if listener is None or not listener.poll():
+            return None
+        return self._fresh(token_hash, self._generation)
+
+    def _fresh(self, token_hash: str, generation: int) -> Row | None:
+        entry = self._entries.get(token_hash)
+        if entry is not None and entry[1] == generation and self.clock() - entry[2] < self.ttl_s:
+            return entry[0]
+        return None
 
     def _put(self, token_hash: str, row: Row, generation: int, read_at: float) -> None:
         with self._lock:

@@ -1,5 +1,6 @@
 """What every endpoint module shares: shared Structs, parameter types, responses, filters."""
 
+import asyncio
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -20,13 +21,13 @@ from litestar.openapi.spec import (
 from litestar.params import KwargDefinition, Parameter
 from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
-from sqlalchemy import ColumnElement, Connection, Table, bindparam, exists, select
+from sqlalchemy import ColumnElement, Connection, Engine, Table, bindparam, exists, select
 
 from airoi.auth import Principal
 from airoi.db.tables import initiatives
 from airoi.errors import ErrorBody, bad_parameter, not_found
 from airoi.listing import DEFAULT_LIMIT, MAX_ID, MAX_LIMIT, Cursors, changed_since
-from airoi.observability import held_context
+from airoi.observability import RequestContext, held_context
 from airoi.rows import Row, Shape
 from airoi.settings import Settings
 from airoi.timeutil import format_datetime
@@ -299,28 +300,51 @@ class Reading:
     its connection (tests/test_request_connection.py). A slotted class, not a dataclass: made
     once a request, and passed through the handler's signature model as it is."""
 
-    __slots__ = ("_settings", "cursors", "db", "in_place", "principal")
+    __slots__ = ("_context", "_db", "_engine", "_settings", "cursors", "in_place", "principal")
 
     def __init__(
         self,
         principal: Principal,
-        db: Connection,
+        context: RequestContext,
+        engine: Engine,
         cursors: Cursors,
         settings: Settings,
         *,
         in_place: bool = False,
     ) -> None:
         self.principal = principal  # the account the token may read, and its user
-        self.db = db  # the connection the token was looked up on (`airoi.store`)
+        self._context = context
+        self._engine = engine
+        self._db = context.connection  # the one the token was looked up on, if it was
         self.cursors = cursors  # the store's cursors (SEMANTICS R13), made once with the app
         self._settings = settings
         self.in_place = in_place  # a list page read on the event loop (`airoi.store`)
+
+    @property
+    def db(self) -> Connection:
+        """The request's connection: the one its token was looked up on, or else (a row the
+        token cache kept, on a database server) one checked out here, in the handler's worker
+        thread, on first use (`airoi.store`). The outermost layer gives it back."""
+        db = self._db
+        if db is None:
+            if _on_event_loop():  # a checkout can wait on a server: never on the event loop
+                raise RuntimeError("a request's connection is checked out in a worker thread")
+            db = self._db = self._context.hold(self._engine)
+        return db
 
     @property
     def today(self) -> date:
         """SEMANTICS R1: the UTC date, unless AIROI_TODAY fixes it; read when asked (a list
         page never asks), so each request reads its own. A handler asks once."""
         return self._settings.current_date()
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 ReadingDep = NamedDependency[Reading]
@@ -331,14 +355,17 @@ def provide_reading(request: Request[Principal, Any, State]) -> Reading:
     has no parameter or other dependency to find for it.
 
     The connection is the one the token was looked up on (on the event loop on SQLite, in a
-    worker thread on a database server: `airoi.store`), one pool checkout per request; the
-    outermost layer returns it (`airoi.observability.RequestContext`)."""
-    connection = held_context(request.scope).connection  # type: ignore[arg-type]
-    if connection is None:  # a checkout here would wait on the event loop (airoi.store)
-        raise RuntimeError("the token lookup holds the connection of every /api/v1 request")
+    worker thread on a database server: `airoi.store`) or, where the token cache kept the
+    token's row, the one the handler's thread checks out: one pool checkout per request
+    either way; the outermost layer returns it (`airoi.observability.RequestContext`)."""
     state = request.app.state
     return Reading(
-        request.user, connection, state.cursors, state.settings, in_place=state.store_gate.in_place
+        request.user,
+        held_context(request.scope),  # type: ignore[arg-type]
+        state.engine,
+        state.cursors,
+        state.settings,
+        in_place=state.store_gate.in_place,
     )
 
 
