@@ -474,6 +474,10 @@ class ShapedList(ListQuery, Generic[S]):
             None if self._served_keyset is None else shape.field_names(self._served_keyset)
         )
         self._keyset_of_json = None if served_names is None else _json_keyset(*served_names)
+        # Where a Struct's row serves the keyset, it is read from those of the row's columns.
+        self._keyset_of_row = (
+            None if self._served_keyset is None else operator.itemgetter(*self._served_keyset)
+        )
         self._builders: dict[str, Callable[[Iterable[Sequence[Any]]], list[S]]] = {}
         self._serves_keyset: dict[str, bool] = {}
 
@@ -502,17 +506,16 @@ class ShapedList(ListQuery, Generic[S]):
         **values: Any,
     ) -> Page[S]:
         """One page of the account's rows; `values` are the filters' (None: not filtering)."""
-        (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
-        served = self.serves_keyset(conn.dialect)
-        fetched, first = self._prepared_fetch(
-            self, self._prepared, conn, used, after, served, params
-        )
-        keyset = _KEYSET_LAST
-        if served:
-            assert self._served_keyset is not None
-            keyset = operator.itemgetter(*self._served_keyset)
-        rows, has_more, next_cursor, resume = self._cut(
-            conn, account_id, cursors, fetched, limit, keyset, cursor
+        rows, has_more, next_cursor, resume, first = self._read(
+            self,
+            self._prepared,
+            self._keyset_of_row,
+            conn,
+            account_id,
+            cursors,
+            cursor,
+            limit,
+            values,
         )
         builder = self._builders.get(conn.dialect.name)
         if builder is None:
@@ -522,29 +525,39 @@ class ShapedList(ListQuery, Generic[S]):
             builder = self._builders[conn.dialect.name] = self.shape.builder(processors)
         return Page(builder(rows), has_more, next_cursor, resume)
 
-    def _prepared_fetch(
+    def _read(
         self,
         query: ListQuery,
         prepared: dict[tuple[frozenset[str], str, bool], Prepared],
+        served_keyset: Callable[[Sequence[Any]], tuple[Any, int]] | None,
         conn: Connection,
-        used: frozenset[str],
-        after: bool,
-        served: bool,
-        params: dict[str, Any],
-    ) -> tuple[Sequence[Sequence[Any]], Prepared]:
-        """The page's rows (`fetch`) by `query`'s statements for the filters `used`, each run
-        `Prepared` on the driver and kept in `prepared`; and the first statement run."""
+        account_id: int,
+        cursors: Cursors,
+        cursor: str | None,
+        limit: int,
+        values: Mapping[str, Any],
+    ) -> tuple[Sequence[Sequence[Any]], bool, str | None, str | None, Prepared]:
+        """One page by `query`'s statements, each run `Prepared` on the driver and kept in
+        `prepared`: the rows to serve, has_more, the next and resume cursors (`_cut`), and the
+        first statement run. Where the dialect serves the keyset (`serves_keyset`) it is read
+        from the last row by `served_keyset`, and the statements select no keyset columns."""
+        (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
+        keyset = served_keyset if self.serves_keyset(conn.dialect) else None
         ran: list[Prepared] = []
 
         def run(kind: str) -> Sequence[Sequence[Any]]:
-            key = (used, kind, served)
+            key = (used, kind, keyset is not None)
             statement = prepared.get(key)
             if statement is None:
                 statement = prepared[key] = Prepared(query.statement(*key))
             ran.append(statement)
             return statement.rows(conn, params)
 
-        return self.fetch(conn, after, params, run), ran[0]
+        fetched = self.fetch(conn, after, params, run)
+        rows, has_more, next_cursor, resume = self._cut(
+            conn, account_id, cursors, fetched, limit, keyset or _KEYSET_LAST, cursor
+        )
+        return rows, has_more, next_cursor, resume, ran[0]
 
     def served(
         self,
@@ -564,13 +577,16 @@ class ShapedList(ListQuery, Generic[S]):
             return self.rows(
                 conn, account_id, cursors=cursors, cursor=cursor, limit=limit, **values
             )
-        (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
-        keyset = self._keyset_of_json if self.serves_keyset(conn.dialect) else None
-        fetched, _ = self._prepared_fetch(
-            as_json, self._json_prepared, conn, used, after, keyset is not None, params
-        )
-        rows, has_more, next_cursor, resume = self._cut(
-            conn, account_id, cursors, fetched, limit, keyset or _KEYSET_LAST, cursor
+        rows, has_more, next_cursor, resume, _ = self._read(
+            as_json,
+            self._json_prepared,
+            self._keyset_of_json,
+            conn,
+            account_id,
+            cursors,
+            cursor,
+            limit,
+            values,
         )
         data = msgspec.Raw(f"[{','.join([row[0] for row in rows])}]".encode())
         return EncodedPage(data, has_more, next_cursor, resume)
