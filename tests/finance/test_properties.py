@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
@@ -10,7 +11,7 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airoi.finance.budgets import BudgetVersion, budget_figures
+from airoi.finance.budgets import BudgetVersion, _Plan, budget_figures, covering_version
 from airoi.finance.money import FxTable, half_even
 from airoi.finance.periods import months_between, window_range
 from airoi.finance.roi import roi_figures
@@ -166,6 +167,25 @@ def _expected_rate(versions: list[BudgetVersion], month_index: int) -> Fraction:
     if chosen.ends_on is not None and _month_index(chosen.ends_on) < month_index:
         return Fraction(0)
     return Fraction(chosen.opex_cents) / CADENCE[chosen.opex_cadence]
+
+
+@given(st.lists(budget_versions(), max_size=5, unique_by=lambda v: v.id), st.randoms())
+def test_a_plan_covers_each_month_with_the_version_the_rule_picks(
+    versions: list[BudgetVersion], rnd: random.Random
+) -> None:
+    # SEMANTICS R16: a budget row's plan orders its versions once and remembers each month's
+    # cover; asked in any order, each month gets what the rule, applied afresh, picks.
+    approved = [v for v in versions if v.status == "approved"]
+    plan = _Plan(approved)
+    months = months_between(date(2022, 11, 1), date(2028, 2, 1))
+    rnd.shuffle(months)
+    for month in months + months:  # the second time from what it remembered
+        covered = plan.cover(month)
+        assert covered is covering_version(versions, month)
+        rate = Fraction(0) if covered is None else Fraction(covered.opex_cents)
+        if covered is not None:
+            rate /= CADENCE[covered.opex_cadence]
+        assert rate == _expected_rate(versions, _month_index(month))
 
 
 @given(budget_cases())

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import get
 from litestar.params import Parameter
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select
 
 from airoi.api.common import (
     ERROR_RESPONSES,
@@ -208,12 +208,15 @@ def _costs(
     same = [i for i, c in currencies.items() if c == principal.account_currency]
     other = [i for i, c in currencies.items() if c != principal.account_currency]
     if same:
+        # One row a (initiative, month, category): about 35 an initiative on a large account,
+        # 14,000 for a page of 400. The sum is read as the whole number it is (PostgreSQL's
+        # sum of bigints is a numeric, made a Decimal a row), and the rows fetched at once.
         rows = db.execute(
             select(
                 cost_entries.c.initiative_id,
                 cost_entries.c.entry_month,
                 cost_entries.c.cost_category,
-                func.sum(cost_entries.c.account_amount_cents),
+                cast(func.sum(cost_entries.c.account_amount_cents), BigInteger),
             )
             .where(cost_entries.c.initiative_id.in_(same), cost_entries.c.entry_date <= today)
             .group_by(
@@ -221,9 +224,9 @@ def _costs(
                 cost_entries.c.entry_month,
                 cost_entries.c.cost_category,
             )
-        )
+        ).all()
         for initiative_id, month, category, cents in rows:
-            costs[initiative_id][(month, category)] += int(cents or 0)
+            costs[initiative_id][(month, category)] += cents or 0
     if other:
         fx = account_fx(db, principal)
         entries = db.execute(
