@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from sqlalchemy import Engine
 
 from airoi.app import create_app
 from airoi.logs import JsonFormatter, TextFormatter
-from airoi.observability import BUCKETS
+from airoi.observability import BUCKETS, new_request_id
 from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
@@ -122,6 +123,25 @@ def test_a_sane_client_request_id_is_echoed_and_another_replaced(
         returned = response.headers["x-request-id"]
         assert returned != insane
         assert re.fullmatch(r"[0-9a-f]{32}", returned)
+
+
+def test_made_up_request_ids_differ_between_requests_and_workers(served: Client) -> None:
+    # Each answer names its own request, and two workers never make the same ids: each
+    # draws its own (a forked child too, which starts with its parent's generator).
+    ids = {served.get("/healthz").headers["x-request-id"] for _ in range(200)}
+    assert len(ids) == 200
+    assert all(re.fullmatch(r"[0-9a-f]{32}", made) for made in ids)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's own process
+        os.write(write, new_request_id().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    childs = os.read(read, 64).decode()
+    os.close(read)
+    assert re.fullmatch(r"[0-9a-f]{32}", childs)
+    assert childs != new_request_id()
 
 
 def test_one_access_line_per_request_without_secrets(

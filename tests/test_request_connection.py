@@ -150,22 +150,38 @@ def test_requests_at_once_never_wait_holding_the_pool(db_url: str, engine: Any) 
         small.dispose()
 
 
-def test_api_handlers_are_given_one_dependency(db_url: str) -> None:
-    # Two or more dependencies with no order between them are resolved side by side, in a
-    # task group: a request would wait on the loop holding its connection. What a handler
-    # reads with comes as one object (airoi.api.common.Reading), and each handler names it.
+def test_api_handlers_resolve_no_dependency(db_url: str) -> None:
+    # Dependencies with no order between them are resolved side by side, in a task group:
+    # a request would wait on the loop holding its connection. And even one costs each
+    # request its resolution: every handler makes what it reads with from its request
+    # (airoi.api.common.reading_of) instead.
     app = create_app(Settings(database_url=db_url))
     try:
-        reading = [
+        api = [
             handler
             for route in app.routes
             for handler in getattr(route, "route_handlers", ())
-            if "GET" in handler.http_methods and handler.resolve_dependencies()
+            if "GET" in handler.http_methods
+            and any(p.startswith("/api/v1/") for p in route.path.split())
         ]
-        assert {handler.handler_name for handler in reading} >= {"list_cost_entries", "get_roi"}
-        for handler in reading:
-            assert set(handler.resolve_dependencies()) == {"reading"}, handler.handler_name
-            assert "reading" in handler.parsed_fn_signature.parameters, handler.handler_name
+        assert {handler.handler_name for handler in api} >= {"list_cost_entries", "get_roi"}
+        for handler in api:
+            assert handler.resolve_dependencies() == {}, handler.handler_name
+        readers = [h for h in api if "request" in h.parsed_fn_signature.parameters]
+        assert {h.handler_name for h in readers} >= {
+            "get_roi",
+            "get_roi_breakdown",
+            "list_initiatives",
+            "get_initiative",
+            "list_cost_entries",
+            "list_value_entries",
+            "list_metrics",
+            "list_observations",
+            "list_budgets",
+            "list_decisions",
+            "list_integrations",
+            "list_deletions",
+        }
     finally:
         app.state.engine.dispose()
 

@@ -19,7 +19,6 @@ from anyio import to_thread
 from litestar import Litestar, Request, Response, Router, get
 from litestar.connection import ASGIConnection
 from litestar.datastructures import State
-from litestar.di import Provide
 from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.handlers import HTTPRouteHandler
@@ -55,7 +54,6 @@ from airoi.api.common import (
     ApiOperation,
     Int64SchemaPlugin,
     documented_headers,
-    provide_reading,
 )
 from airoi.apidocs import ApiDocsPage, api_index, docs_router
 from airoi.auth import (
@@ -499,8 +497,6 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         route_handlers=ROUTE_HANDLERS,
         security=[{"bearerAuth": []}],
         response_headers=SUCCESS_HEADERS,
-        # One dependency for what every handler reads with (airoi.api.common.Reading).
-        dependencies={"reading": Provide(provide_reading, sync_to_thread=False)},
     )
     openapi = OpenAPIConfig(
         title="airoi",

@@ -27,7 +27,6 @@ import asyncio
 import functools
 import logging
 import os
-import uuid
 from typing import Any
 
 import httptools
@@ -35,7 +34,7 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from airoi.errors import ErrorBody, ErrorDetail
-from airoi.observability import request_context
+from airoi.observability import new_request_id, request_context
 from airoi.settings import HEADER_TIMEOUT_ENV, header_timeout_from_env
 
 MAX_HEAD_BYTES = 16 * 1024
@@ -90,7 +89,7 @@ def refusal(
     """A whole response: SPEC 7's body, and `Connection: close`. `request_id` is the app's
     for a request it was reading (its access line then says this status too)."""
     where = "before the app" if request_id is None else "while the app read it"
-    request_id = request_id or uuid.uuid4().hex
+    request_id = request_id or new_request_id()
     body = _encode(
         ErrorBody(error=ErrorDetail(status=status, message=message, request_id=request_id))
     )

@@ -153,8 +153,9 @@ def keyset_page(handler: Callable[P, T]) -> Callable[P, Awaitable[T]]:
 
     @functools.wraps(handler)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        reading: Any = kwargs["reading"]  # the handler's airoi.api.common.Reading
-        if reading.in_place:
+        request: Any = kwargs["request"]  # the handler's airoi.api.common.ApiRequest
+        gate: StoreGate = request.app.state.store_gate
+        if gate.in_place:
             return handler(*args, **kwargs)
         return await to_thread.run_sync(functools.partial(handler, *args, **kwargs))
 

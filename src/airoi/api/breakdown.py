@@ -17,12 +17,13 @@ from sqlalchemy import Connection, select
 from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
+    ApiRequest,
     Cents,
     Id,
     InitiativeFilter,
     Limit,
-    ReadingDep,
     note,
+    reading_of,
 )
 from airoi.api.roi import RoiPeriod, RoiScope, RoiSums, roi_period, roi_scope, roi_sums
 from airoi.auth import Principal
@@ -284,7 +285,7 @@ def _after(codec: CursorCodec, by: str, account_id: int, cursor: str) -> Key:
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_roi_breakdown(
-    reading: ReadingDep,
+    request: ApiRequest,
     by: Annotated[
         By,
         Parameter(
@@ -305,6 +306,7 @@ def get_roi_breakdown(
         ),
     ] = None,
 ) -> RoiBreakdown:
+    reading = reading_of(request)
     return breakdown_page(
         reading.db,
         reading.principal,

@@ -22,6 +22,7 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     ApiOperation,
+    ApiRequest,
     Cents,
     Cursor,
     Id,
@@ -30,9 +31,9 @@ from airoi.api.common import (
     Int64,
     Limit,
     Person,
-    ReadingDep,
     note,
     person,
+    reading_of,
 )
 from airoi.auth import Principal
 from airoi.db.tables import budget_versions, cost_entries, fx_rates, initiatives, users
@@ -335,7 +336,7 @@ BUDGET_INITIATIVES = ListQuery(
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_budgets(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     initiative_id: InitiativeFilter = None,
@@ -344,6 +345,7 @@ def list_budgets(
         bool, Parameter(description="Only initiatives with an approved budget. Default false.")
     ] = False,
 ) -> BudgetList:
+    reading = reading_of(request)
     page = BUDGET_INITIATIVES.page(
         reading.db,
         reading.principal.account_id,

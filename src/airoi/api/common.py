@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from litestar import Request
 from litestar.datastructures import ResponseHeader, State
-from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import (
     Example,
@@ -291,16 +290,18 @@ class ApiOperation(Operation):
 
 
 class Reading:
-    """What an /api/v1 handler reads with, given to it as its one dependency, `reading`.
+    """What an /api/v1 handler reads with: each makes its own from its request, first thing
+    (`reading_of`).
 
-    One dependency, not one each for the principal, the connection, the cursors and today:
-    the framework's work per dependency resolved (not the providers') cost the limit-100 page
-    about 5% of its time. Nor is there a second to resolve beside it: independent dependencies
-    are resolved side by side in a task group, where a request would wait on the loop holding
-    its connection (tests/test_request_connection.py). A slotted class, not a dataclass: made
-    once a request, and passed through the handler's signature model as it is."""
+    One object, not one each for the principal, the connection, the cursors and today; and
+    not a dependency the framework resolves: resolving that one (its provider's signature
+    parsed, the request's dependency tree walked) cost the limit-100 page 12 to 19 µs in
+    process, about 3% of its time served (bench/README.md). Nor would several be: independent
+    dependencies are resolved side by side in a task group, where a request would wait on the
+    loop holding its connection (tests/test_request_connection.py). A slotted class, not a
+    dataclass: made once a request."""
 
-    __slots__ = ("_context", "_db", "_engine", "_settings", "cursors", "in_place", "principal")
+    __slots__ = ("_context", "_db", "_engine", "_settings", "cursors", "principal")
 
     def __init__(
         self,
@@ -309,8 +310,6 @@ class Reading:
         engine: Engine,
         cursors: Cursors,
         settings: Settings,
-        *,
-        in_place: bool = False,
     ) -> None:
         self.principal = principal  # the account the token may read, and its user
         self._context = context
@@ -318,7 +317,6 @@ class Reading:
         self._db = context.connection  # the one the token was looked up on, if it was
         self.cursors = cursors  # the store's cursors (SEMANTICS R13), made once with the app
         self._settings = settings
-        self.in_place = in_place  # a list page read on the event loop (`airoi.store`)
 
     @property
     def db(self) -> Connection:
@@ -347,12 +345,13 @@ def _on_event_loop() -> bool:
     return True
 
 
-ReadingDep = NamedDependency[Reading]
+# An /api/v1 handler's request: its user is the token's principal (airoi.app's middleware).
+ApiRequest = Request[Principal, Any, State]
 
 
-def provide_reading(request: Request[Principal, Any, State]) -> Reading:
-    """The request's `Reading`. It names only the request (a reserved kwarg): the framework
-    has no parameter or other dependency to find for it.
+def reading_of(request: ApiRequest) -> Reading:
+    """The request's `Reading`, made where its handler runs (on the event loop, or in its
+    worker thread: nothing here waits).
 
     The connection is the one the token was looked up on (on the event loop on SQLite, in a
     worker thread on a database server: `airoi.store`) or, where the token cache kept the
@@ -365,7 +364,6 @@ def provide_reading(request: Request[Principal, Any, State]) -> Reading:
         state.engine,
         state.cursors,
         state.settings,
-        in_place=state.store_gate.in_place,
     )
 
 

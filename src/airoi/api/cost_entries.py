@@ -12,6 +12,7 @@ from airoi.api.common import (
     INITIATIVE_MUST_EXIST,
     REPORTED_ON,
     ApiOperation,
+    ApiRequest,
     Cents,
     CreatedAt,
     Cursor,
@@ -22,13 +23,13 @@ from airoi.api.common import (
     Limit,
     PeriodFrom,
     PeriodTo,
-    ReadingDep,
     Source,
     UpdatedAt,
     UpdatedSince,
     entry_filters,
     note,
     periods,
+    reading_of,
     source_shape,
 )
 from airoi.db.tables import cost_entries
@@ -129,7 +130,7 @@ COST_ENTRIES = ShapedList(
 )
 @keyset_page
 def list_cost_entries(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -137,6 +138,7 @@ def list_cost_entries(
     period_from: PeriodFrom = None,
     period_to: PeriodTo = None,
 ) -> CostEntryList:
+    reading = reading_of(request)
     page = COST_ENTRIES.served(
         reading.db,
         reading.principal.account_id,

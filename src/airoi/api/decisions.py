@@ -12,6 +12,7 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     ApiOperation,
+    ApiRequest,
     Cents,
     CreatedAt,
     Cursor,
@@ -20,12 +21,12 @@ from airoi.api.common import (
     InitiativeFilter,
     Limit,
     Person,
-    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     entry_filters,
     note,
     person,
+    reading_of,
     text_datetime,
 )
 from airoi.db.tables import decisions, users
@@ -145,7 +146,7 @@ DECISIONS = ListQuery(
 )
 @keyset_page
 def list_decisions(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -154,6 +155,7 @@ def list_decisions(
         Outcome | None, Parameter(description="Only decisions with this outcome.")
     ] = None,
 ) -> DecisionList:
+    reading = reading_of(request)
     page = DECISIONS.page(
         reading.db,
         reading.principal.account_id,

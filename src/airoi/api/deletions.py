@@ -18,12 +18,13 @@ from sqlalchemy import bindparam
 from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
+    ApiRequest,
     Cursor,
     Id,
     Limit,
-    ReadingDep,
     UpdatedSince,
     note,
+    reading_of,
     timestamp,
 )
 from airoi.db.tables import deletions
@@ -83,7 +84,7 @@ DELETIONS = ShapedList(
 )
 @keyset_page
 def list_deletions(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -91,6 +92,7 @@ def list_deletions(
         Resource | None, Parameter(description="Only tombstones of rows of this list.")
     ] = None,
 ) -> DeletionList:
+    reading = reading_of(request)
     page = DELETIONS.served(
         reading.db,
         reading.principal.account_id,

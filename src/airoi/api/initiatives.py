@@ -10,6 +10,7 @@ from sqlalchemy import Select, select
 from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
+    ApiRequest,
     Cents,
     CreatedAt,
     Cursor,
@@ -19,11 +20,11 @@ from airoi.api.common import (
     Int64,
     Limit,
     Person,
-    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     note,
     person,
+    reading_of,
     text_datetime,
 )
 from airoi.db.tables import initiatives, users
@@ -146,12 +147,13 @@ INITIATIVES = ListQuery(
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def list_initiatives(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
     include_sample: IncludeSample = False,
 ) -> InitiativeList:
+    reading = reading_of(request)
     page = INITIATIVES.page(
         reading.db,
         reading.principal.account_id,
@@ -192,7 +194,7 @@ def parse_id(value: str) -> int:
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_initiative(
-    reading: ReadingDep,
+    request: ApiRequest,
     # Described as the integer it is (SPEC 4.A.5); routed as text, see `parse_id`.
     id: Annotated[
         str,
@@ -202,6 +204,7 @@ def get_initiative(
         ),
     ],
 ) -> Initiative:
+    reading = reading_of(request)
     row = reading.db.execute(
         initiative_query().where(
             initiatives.c.id == parse_id(id),

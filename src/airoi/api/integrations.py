@@ -10,17 +10,18 @@ from sqlalchemy import bindparam, select
 from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
+    ApiRequest,
     CreatedAt,
     Cursor,
     DateTimeText,
     Id,
     Limit,
     Person,
-    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     note,
     person,
+    reading_of,
     text_datetime,
 )
 from airoi.db.tables import integrations, users
@@ -142,7 +143,7 @@ INTEGRATIONS = ListQuery(
 )
 @keyset_page
 def list_integrations(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -153,6 +154,7 @@ def list_integrations(
         IntegrationStatus | None, Parameter(description="Only connections with this status.")
     ] = None,
 ) -> IntegrationList:
+    reading = reading_of(request)
     page = INTEGRATIONS.page(
         reading.db,
         reading.principal.account_id,

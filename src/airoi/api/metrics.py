@@ -9,14 +9,15 @@ from sqlalchemy import select
 from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
+    ApiRequest,
     CreatedAt,
     Cursor,
     Id,
     Limit,
-    ReadingDep,
     UpdatedAt,
     UpdatedSince,
     note,
+    reading_of,
     text_datetime,
 )
 from airoi.db.tables import metrics
@@ -78,11 +79,12 @@ METRICS = ListQuery(
 )
 @keyset_page
 def list_metrics(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
 ) -> MetricList:
+    reading = reading_of(request)
     page = METRICS.page(
         reading.db,
         reading.principal.account_id,

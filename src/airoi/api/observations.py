@@ -12,6 +12,7 @@ from airoi.api.common import (
     ERROR_RESPONSES,
     INITIATIVE_MUST_EXIST,
     ApiOperation,
+    ApiRequest,
     CreatedAt,
     Cursor,
     DateTimeText,
@@ -19,12 +20,12 @@ from airoi.api.common import (
     InitiativeFilter,
     Int64,
     Limit,
-    ReadingDep,
     Source,
     UpdatedAt,
     UpdatedSince,
     entry_filters,
     note,
+    reading_of,
     source_shape,
 )
 from airoi.db.tables import observations
@@ -100,7 +101,7 @@ OBSERVATIONS = ShapedList(
 )
 @keyset_page
 def list_observations(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -112,6 +113,7 @@ def list_observations(
         ),
     ] = None,
 ) -> ObservationList:
+    reading = reading_of(request)
     page = OBSERVATIONS.served(
         reading.db,
         reading.principal.account_id,

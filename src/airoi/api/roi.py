@@ -17,11 +17,12 @@ from sqlalchemy import ColumnElement, Connection, Table, and_, func, select
 from airoi.api.common import (
     ERROR_RESPONSES,
     ApiOperation,
+    ApiRequest,
     Cents,
     Id,
     InitiativeFilter,
-    ReadingDep,
     note,
+    reading_of,
 )
 from airoi.auth import Principal
 from airoi.db.tables import cost_entries, initiatives, value_entries
@@ -216,13 +217,14 @@ def compute_roi(
     sync_to_thread=True,  # its database work in a worker thread (airoi.store)
 )
 def get_roi(
-    reading: ReadingDep,
+    request: ApiRequest,
     window: Annotated[
         Window,
         Parameter(description="1yr, 3yr, 5yr or all (default). Anything else is refused."),
     ] = "all",
     initiative_id: InitiativeFilter = None,
 ) -> RoiSummary:
+    reading = reading_of(request)
     result = compute_roi(
         reading.db,
         reading.principal,

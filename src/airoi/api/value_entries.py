@@ -14,6 +14,7 @@ from airoi.api.common import (
     INITIATIVE_MUST_EXIST,
     REPORTED_ON,
     ApiOperation,
+    ApiRequest,
     Cents,
     CreatedAt,
     Cursor,
@@ -26,13 +27,13 @@ from airoi.api.common import (
     Limit,
     PeriodFrom,
     PeriodTo,
-    ReadingDep,
     Source,
     UpdatedAt,
     UpdatedSince,
     entry_filters,
     note,
     periods,
+    reading_of,
     source_shape,
 )
 from airoi.db.tables import value_entries
@@ -137,7 +138,7 @@ VALUE_ENTRIES = ShapedList(
 )
 @keyset_page
 def list_value_entries(
-    reading: ReadingDep,
+    request: ApiRequest,
     limit: Limit = 100,
     cursor: Cursor = None,
     updated_since: UpdatedSince = None,
@@ -148,6 +149,7 @@ def list_value_entries(
         ValueStatus | None, Parameter(description="Only entries with this status.")
     ] = None,
 ) -> ValueEntryList:
+    reading = reading_of(request)
     page = VALUE_ENTRIES.served(
         reading.db,
         reading.principal.account_id,
