@@ -17,16 +17,10 @@ from typing import Any, Union, cast
 import msgspec
 from anyio import to_thread
 from litestar import Litestar, Request, Response, Router, get
-from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.handlers import HTTPRouteHandler
-from litestar.middleware import (
-    AbstractAuthenticationMiddleware,
-    AuthenticationResult,
-    DefineMiddleware,
-)
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.params import ParameterKwarg
@@ -135,83 +129,105 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
 ]
 
 
-class TokenAuthentication(AbstractAuthenticationMiddleware):
-    """Resolves the bearer token before any handler or parameter parsing runs.
+def token_authentication(app: ASGIApp) -> ASGIApp:
+    """The route's methods, then its token, before any handler or parameter parsing runs.
 
-    A good token's request is then counted against its budget (SPEC 8): after
-    authentication, so a 401 or 403 is never counted and stays what it is.
+    SEMANTICS R30: a method the route does not serve is 405 before the token is looked at.
+    The router decides this for the handlers it declares methods for (the API's, with
+    `Allow: GET`); an ASGI route, the tool endpoint, is routed whatever the method, so the
+    methods it serves are named in its opt and checked here.
+
+    Then, unless the route is public (its opt says so), the bearer token is resolved into the
+    request's principal (`scope["user"]`, what the handlers' `request.user` reads), and a good
+    token's request is counted against its budget (SPEC 8): after authentication, so a 401 or
+    403 is never counted and stays what it is.
+
+    A plain ASGI layer, not the framework's authentication middleware class, which builds a
+    connection object around the scope for each request and decides its exclusions again.
     """
 
-    async def authenticate_request(
-        self, connection: ASGIConnection[Any, Any, Any, Any]
-    ) -> AuthenticationResult:
-        try:
-            return await self._authenticate(connection)
-        except ApiError as refusal:
-            # /mcp's 401 also says where its protected resource metadata is (RFC 9728), so
-            # an OAuth client can find how to get a token (airoi.oauth).
-            if refusal.status == 401 and connection.scope["path"] == MCP_PATH:
-                settings: Settings = connection.app.state.settings
-                invalid = INVALID_TOKEN in refusal.headers.get("WWW-Authenticate", "")
-                refusal.headers["WWW-Authenticate"] = challenge(
-                    connection.scope, settings, invalid_token=invalid
-                )
-            raise
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.HTTP:
+            opt = scope["route_handler"].opt
+            served = opt.get(SERVED_METHODS_OPT)
+            if served is not None and scope["method"] not in served:
+                allowed = ", ".join(served)
+                said = " and ".join(served)  # "GET and POST", as one would say it
+                verb = "is" if len(served) == 1 else "are"
+                raise ApiError(405, f"Only {said} {verb} served here.", headers={"Allow": allowed})
+            if not opt.get(PUBLIC_OPT):
+                scope["user"] = await _authenticated(scope, scope["litestar_app"].state)
+                scope["auth"] = None
+        await app(scope, receive, send)
 
-    async def _authenticate(
-        self, connection: ASGIConnection[Any, Any, Any, Any]
-    ) -> AuthenticationResult:
-        engine: Engine = connection.app.state.engine
-        # SEMANTICS R29: no token, or no bearer one, is a 401 before the store is asked (with
-        # the store away it would otherwise be a 503).
-        authorization = authorization_of(connection.scope)
-        secret = bearer_secret(authorization)
-        context = held_context(connection.scope)  # type: ignore[arg-type]
-        # A place at the store's gate until the answer starts, then the lookup in a worker
-        # thread (airoi.store), unless the token's row is kept. The API's handlers read
-        # through the connection the token is looked up on (or, when it was kept, the one
-        # their own thread checks out: `Reading.db`); the tool endpoint opens its own in its
-        # tool's thread, so it does not keep this one while it works.
-        gate: StoreGate = connection.app.state.store_gate
-        context.leave_gate = await gate.enter()
-        keep = connection.scope["path"].startswith(f"{API_PREFIX}/")
-        # /mcp also takes OAuth access tokens issued for it, bound to its resource identifier
-        # as this request reached it (airoi.oauth).
-        mcp = connection.scope["path"] == MCP_PATH
-        base = base_url(connection.scope, connection.app.state.settings) if mcp else None
-        resource = resource_of(base) if base else None
-        # The API's tokens' rows are kept while the store has not changed (airoi.token_cache);
-        # /mcp asks the store every time.
-        cache: TokenCache | None = connection.app.state.token_cache if keep and not mcp else None
-        if gate.in_place:
-            # A file on this machine: the lookup (about 45 µs) never waits on a server, and a
-            # hop to a worker thread and back cost several times that (airoi.store).
-            principal = _look_up(context, engine, authorization, keep, mcp, resource, cache)
-        else:
-            # On a server, a row the cache can vouch for without a connection is decided here,
-            # on the event loop: the request then makes one hop to a worker thread, its
-            # handler's, not two (airoi.store).
-            kept = None if cache is None else authenticate_kept(cache, authorization)
-            if kept is None:
-                kept = await to_thread.run_sync(
-                    _look_up, context, engine, authorization, keep, mcp, resource, cache
-                )
-            principal = kept
-        context.account_id = principal.account_id
-        limiter: RateLimiter = connection.app.state.rate_limiter
-        # Keyed by the token's hash, never the token (SEMANTICS R15).
-        standing = await limiter.hit(
-            hash_token(secret), where=context.route(), request_id=context.request_id
-        )
-        context.response_headers.update(standing.headers())
-        if not standing.allowed:
-            wait = standing.seconds_to_reset()
-            raise ApiError(
-                429,
-                f"Too many requests with this token; try again in {wait} seconds.",
-                headers={"Retry-After": str(wait)},
+    return middleware
+
+
+async def _authenticated(scope: Scope, state: State) -> Principal:
+    try:
+        return await _authenticate(scope, state)
+    except ApiError as refusal:
+        # /mcp's 401 also says where its protected resource metadata is (RFC 9728), so an
+        # OAuth client can find how to get a token (airoi.oauth).
+        if refusal.status == 401 and scope["path"] == MCP_PATH:
+            settings: Settings = state.settings
+            invalid = INVALID_TOKEN in refusal.headers.get("WWW-Authenticate", "")
+            refusal.headers["WWW-Authenticate"] = challenge(scope, settings, invalid_token=invalid)
+        raise
+
+
+async def _authenticate(scope: Scope, state: State) -> Principal:
+    engine: Engine = state.engine
+    # SEMANTICS R29: no token, or no bearer one, is a 401 before the store is asked (with the
+    # store away it would otherwise be a 503).
+    authorization = authorization_of(scope)
+    secret = bearer_secret(authorization)
+    context = held_context(scope)  # type: ignore[arg-type]
+    # A place at the store's gate until the answer starts, then the lookup in a worker thread
+    # (airoi.store), unless the token's row is kept. The API's handlers read through the
+    # connection the token is looked up on (or, when it was kept, the one their own thread
+    # checks out: `Reading.db`); the tool endpoint opens its own in its tool's thread, so it
+    # does not keep this one while it works.
+    gate: StoreGate = state.store_gate
+    context.leave_gate = await gate.enter()
+    keep = scope["path"].startswith(f"{API_PREFIX}/")
+    # /mcp also takes OAuth access tokens issued for it, bound to its resource identifier as
+    # this request reached it (airoi.oauth).
+    mcp = scope["path"] == MCP_PATH
+    base = base_url(scope, state.settings) if mcp else None
+    resource = resource_of(base) if base else None
+    # The API's tokens' rows are kept while the store has not changed (airoi.token_cache);
+    # /mcp asks the store every time.
+    cache: TokenCache | None = state.token_cache if keep and not mcp else None
+    if gate.in_place:
+        # A file on this machine: the lookup (about 45 µs) never waits on a server, and a hop
+        # to a worker thread and back cost several times that (airoi.store).
+        principal = _look_up(context, engine, authorization, keep, mcp, resource, cache)
+    else:
+        # On a server, a row the cache can vouch for without a connection is decided here, on
+        # the event loop: the request then makes one hop to a worker thread, its handler's,
+        # not two (airoi.store).
+        kept = None if cache is None else authenticate_kept(cache, authorization)
+        if kept is None:
+            kept = await to_thread.run_sync(
+                _look_up, context, engine, authorization, keep, mcp, resource, cache
             )
-        return AuthenticationResult(user=principal, auth=None)
+        principal = kept
+    context.account_id = principal.account_id
+    limiter: RateLimiter = state.rate_limiter
+    # Keyed by the token's hash, never the token (SEMANTICS R15).
+    standing = await limiter.hit(
+        hash_token(secret), where=context.route(), request_id=context.request_id
+    )
+    context.response_headers.update(standing.headers())
+    if not standing.allowed:
+        wait = standing.seconds_to_reset()
+        raise ApiError(
+            429,
+            f"Too many requests with this token; try again in {wait} seconds.",
+            headers={"Retry-After": str(wait)},
+        )
+    return principal
 
 
 def _look_up(
@@ -233,27 +249,6 @@ def _look_up(
     finally:
         if not keep:
             context.release()
-
-
-def served_methods_first(app: ASGIApp) -> ASGIApp:
-    """SEMANTICS R30: a method the route does not serve is 405, before the token is looked at.
-
-    The router decides this for the handlers it declares methods for (the API's, with
-    `Allow: GET`); an ASGI route, the tool endpoint, is routed whatever the method, so the
-    methods it serves are named in its opt and checked here, ahead of authentication.
-    """
-
-    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == ScopeType.HTTP:
-            served = scope["route_handler"].opt.get(SERVED_METHODS_OPT)
-            if served is not None and scope["method"] not in served:
-                allowed = ", ".join(served)
-                said = " and ".join(served)  # "GET and POST", as one would say it
-                verb = "is" if len(served) == 1 else "are"
-                raise ApiError(405, f"Only {said} {verb} served here.", headers={"Allow": allowed})
-        await app(scope, receive, send)
-
-    return middleware
 
 
 def error_response(
@@ -544,10 +539,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         on_startup=[size_worker_threads, token_cache.start],
         # The connections kept aside go back to the pool (airoi.db.shelf).
         on_shutdown=[oauth.close, token_cache.stop, functools.partial(shelf.clear, engine)],
-        middleware=[
-            served_methods_first,  # outermost: 405 before 401 (SEMANTICS R30)
-            DefineMiddleware(TokenAuthentication, exclude_from_auth_key=PUBLIC_OPT),
-        ],
+        middleware=[token_authentication],  # 405, then 401 and 403 (SEMANTICS R30)
         before_request=strict_parameters,
         exception_handlers={Exception: handle_error},
         openapi_config=openapi,
