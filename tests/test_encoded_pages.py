@@ -8,7 +8,10 @@ walked a list before keeps its rows and its If-None-Match (SEMANTICS R13, R36).
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from datetime import date, datetime
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -23,9 +26,11 @@ from airoi.api.cost_entries import COST_ENTRIES, COST_ENTRY, CostEntryList
 from airoi.api.deletions import DELETION, DELETIONS, DeletionList
 from airoi.api.observations import OBSERVATION
 from airoi.api.value_entries import VALUE_ENTRY
+from airoi.db.migrate import upgrade
 from airoi.listing import Cursors, EncodedPage, Page, ShapedList
 from airoi.load import load_bundle
 from airoi.rows import Shape
+from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
@@ -221,3 +226,28 @@ def test_a_sqlite_without_json_functions_serves_the_structs(
         page = COST_ENTRIES.served(conn, acct, cursors=Cursors(), cursor=None, limit=3)
     assert isinstance(page, Page)
     assert len(page.rows) == 3
+
+
+def test_a_store_not_kept_in_utf8_is_not_served(tmp_path: Path) -> None:
+    # A page's rows are read as the bytes SQLite keeps their JSON text in, which are UTF-8
+    # in a store `airoi init` makes. One whose file was made UTF-16 before would be served as
+    # bytes that are no JSON: it is refused at start, saying why and what to do.
+    from airoi.app import StoreUnreadable, serving_schema_check
+
+    made = {}
+    for encoding in ("UTF-16le", "UTF-8"):
+        path = tmp_path / f"{encoding}.db"
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute(f"PRAGMA encoding = '{encoding}'")
+            conn.execute("CREATE TABLE made (x)")  # the encoding is the file's from now on
+        url = f"sqlite:///{path}"
+        engine = create_engine(url)
+        upgrade(engine)
+        made[encoding] = engine
+    try:
+        with pytest.raises(StoreUnreadable, match=r"UTF-16le; .*UTF-8.*\.dump"):
+            serving_schema_check(made["UTF-16le"], Settings(database_url="sqlite://"))
+        serving_schema_check(made["UTF-8"], Settings(database_url="sqlite://"))
+    finally:
+        for engine in made.values():
+            engine.dispose()

@@ -61,7 +61,7 @@ from airoi.auth import (
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
 from airoi.db import shelf
-from airoi.db.engine import make_engine, missing_sqlite_file, no_store_at
+from airoi.db.engine import make_engine, missing_sqlite_file, no_store_at, sqlite_text_encoding
 from airoi.db.migrate import require_current_schema
 from airoi.db.secret import require_store_secret
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
@@ -598,7 +598,7 @@ def serving_schema_check(engine: Engine, settings: Settings) -> None:
     reached yet is served 503 until it can (SPEC 7), not refused. Either is logged by its
     class alone (SEMANTICS R15): the refusal's exception carries no statement and no driver
     text. An SQLite file that is not there is refused before it is opened, which would make
-    an empty one."""
+    an empty one; a file whose text is not kept in UTF-8 is refused too."""
     missing = missing_sqlite_file(engine)
     if missing is not None:
         raise StoreUnreadable(f"{no_store_at(missing)}, then serve again.")
@@ -606,6 +606,14 @@ def serving_schema_check(engine: Engine, settings: Settings) -> None:
         require_current_schema(engine)
         if settings.secret_key is None:
             require_store_secret(engine)
+        # A page's rows are read as the bytes SQLite keeps their JSON text in (airoi.listing).
+        encoding = sqlite_text_encoding(engine)
+        if encoding not in (None, "UTF-8"):
+            raise StoreUnreadable(
+                f"The store keeps its text as {encoding}; airoi serves a store kept in UTF-8, "
+                "as `airoi init` makes one. Copy it into a new file "
+                "(sqlite3 OLD.db .dump | sqlite3 NEW.db) and serve that."
+            )
     except DBAPIError as exc:
         if database_failure(exc) is None:
             log.error("the store cannot be read at start: %s", failure_class(exc))

@@ -84,6 +84,15 @@ def sqlite_file(url: URL) -> str | None:
     return database
 
 
+def sqlite_text_encoding(engine: Engine) -> str | None:
+    """The text encoding of an SQLite store (`PRAGMA encoding`): UTF-8, as `airoi init` makes
+    one, unless its file was made otherwise before; None for another database."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with engine.connect() as conn:
+        return str(conn.exec_driver_sql("PRAGMA encoding").scalar())
+
+
 def missing_sqlite_file(engine: Engine) -> str | None:
     """The path of the engine's SQLite file when there is none (a path mistyped, a store
     never made): opening it would make an empty one. None for a file that is there, a URI,
