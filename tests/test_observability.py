@@ -287,6 +287,22 @@ def test_metrics_answer_with_one_content_type(served: Client) -> None:
     assert CONTENT_TYPE_LATEST.count("charset") == 1
 
 
+def test_metrics_are_gzipped_for_a_scraper_that_asks(served: Client) -> None:
+    # Prometheus sends Accept-Encoding: gzip; the body is the same exposition either way.
+    served.get("/api/v1/initiatives")  # a series to count beside the process metrics
+    plain = served.get("/metrics", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    raw = served.get("/metrics", headers={"Accept-Encoding": "gzip"})
+    assert raw.headers["content-encoding"] == "gzip"
+    assert raw.headers["vary"] == "Accept-Encoding"
+    assert raw.headers.get_list("content-type") == [CONTENT_TYPE_LATEST]
+    # httpx undid the gzip; what it read is the text format, the same families as unzipped.
+    assert int(raw.headers["content-length"]) < len(raw.content)
+    names = {family.name for family in text_string_to_metric_families(raw.text)}
+    assert names == {family.name for family in text_string_to_metric_families(plain.text)}
+    assert "airoi_http_requests" in names
+
+
 def test_metrics_include_the_process_metrics(served: Client) -> None:
     samples = exposed(served.get("/metrics").text)
     for name in (

@@ -42,6 +42,7 @@ from prometheus_client import values as prometheus_values
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from airoi.conditional import GZIP_MIN_BYTES, gzipped, takes_gzip
 from airoi.db import shelf
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.failures import FAILED_MESSAGE, log_discarded, log_failure
@@ -529,8 +530,14 @@ def metrics_endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus metrics (summed over the workers, when there are several); no token (it
     names routes, never accounts)."""
     metrics: Metrics = request.app.state.metrics
+    body = metrics.exposition()
     # Given whole, so the framework adds no charset of its own to it.
-    return Response(metrics.exposition(), headers={"content-type": CONTENT_TYPE_LATEST})
+    headers = {"content-type": CONTENT_TYPE_LATEST, "vary": "Accept-Encoding"}
+    # Prometheus asks for gzip; each route and status answered adds ~2 KB of histogram lines.
+    if takes_gzip(request.headers.get("accept-encoding")) and len(body) >= GZIP_MIN_BYTES:
+        body = gzipped(body)
+        headers["content-encoding"] = "gzip"
+    return Response(body, headers=headers)
 
 
 __all__ = [
