@@ -70,8 +70,9 @@ ratios (lowest and highest printed beside it). This machine's speed drifts by as
 within minutes, so figures taken apart were comparing the drift as much as the code.
 
 The machine has 2 cores and other work may run on it: the load average is printed before and
-after; the figures are only as quiet as it was. Rate limiting is lifted for the run
-(AIROI_RATE_LIMIT), its check still runs on every request.
+after, and the share of CPU time the host took (steal, /proc/stat) beside the page's ratio to
+the framework bound and the walk's; the figures are only as quiet as it was. Rate limiting is
+lifted for the run (AIROI_RATE_LIMIT), its check still runs on every request.
 """
 
 from __future__ import annotations
@@ -108,7 +109,15 @@ from sqlalchemy.engine import make_url
 
 from airoi.db.tables import cost_entries
 from airoi.listing import CursorCodec, Position
-from bench.common import free_port, load, schema_head, scratch_databases, timed_interleaved
+from bench.common import (
+    cpu_times,
+    free_port,
+    load,
+    schema_head,
+    scratch_databases,
+    steal_share,
+    timed_interleaved,
+)
 from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, write_bundle
 from bench.money import TODAY, measure_money, money_lines
 
@@ -129,6 +138,10 @@ TARGETS = {
 }
 HEADERS = {"Authorization": f"Bearer {BENCH_TOKEN}"}
 SERVER_ENV = {"AIROI_RATE_LIMIT": "1000000000/second"}
+# Above this share of the machine's CPU time taken by its host (steal), a figure is marked
+# as measured on a noisy host: the SQLite walk measured 0.99x to 1.08x at 0% to 2% steal and
+# 0.76x to 0.84x at 9% to 12%, the same server, minutes apart.
+NOISY_STEAL = 0.05
 
 COLUMNS = [c.name for c in cost_entries.columns]
 COL = {name: i for i, name in enumerate(COLUMNS)}
@@ -638,6 +651,7 @@ def _place(frame: str) -> str:
 
 def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {"database": name}
+    started = cpu_times()
     raw = Raw(url)
     depth = min(DEPTH, args.cost_entries - max(LIMITS) - 1)
     deep = raw.position_at(depth - 1)
@@ -672,6 +686,7 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
         for limit in LIMITS:
             urls.update(servers.enter_context(floors(raw.page(limit, None)[0], work, limit)))
         figures.update(interleaved(raw, cases, urls, args))
+        figures["cases_host_steal"] = steal_share(started)
         figures["deep_over_first"] = deep_over_first(raw, base, deep, cursor, args.pairs)
         figures.update(walks(raw, base, args))
         figures["mixed"] = mixed_rounds(base, args.seconds * 2, MIXED_ROUNDS)
@@ -898,12 +913,14 @@ def compression(base: str, rows_expected: int) -> dict[str, Any]:
 
 def walks(raw: Raw, base: str, args: argparse.Namespace) -> dict[str, Any]:
     """The full walk side by side with the ceiling's; then again, the client making dicts."""
+    started = cpu_times()
     plain = walk_side_by_side(raw, base, args.cost_entries, decode_rows=False)
+    steal = steal_share(started)
     decoded = walk_side_by_side(raw, base, args.cost_entries, decode_rows=True)
     return {
         "compression": compression(base, args.cost_entries),
         "ceiling_walk": plain["ceiling"],
-        "service_walk": plain["service"],
+        "service_walk": {**plain["service"], "host_steal": steal},
         "ceiling_walk_decoded": decoded["ceiling"],
         "service_walk_decoded": decoded["service"],
     }
@@ -973,6 +990,13 @@ def verdict(value: float, target: float, at_least: bool) -> str:
     return f"{'ok  ' if good else 'MISS'} (target {sign} {target:g})"
 
 
+def steal_note(share: float | None) -> str:
+    """The host's steal while a figure was measured, where the kernel says it."""
+    if share is None:
+        return ""
+    return f" (host steal {share:.0%}{'; a noisy host' if share > NOISY_STEAL else ''})"
+
+
 def report(f: dict[str, Any]) -> list[str]:
     lines = [f"== {f['database']} (deep = behind a cursor {f['deep_rows']:,} rows in)"]
     lines.append(
@@ -1033,6 +1057,7 @@ def report(f: dict[str, Any]) -> list[str]:
             f"{framework_bound:,.0f} pages/s ({framework_bound / ceiling:.2f}x the ceiling); "
             f"the service is {ratio:.2f}x of that ({min(over_bound):.2f}-{max(over_bound):.2f})"
             + (f"  {verdict(ratio, target, True)}" if target else "")
+            + (steal_note(f.get("cases_host_steal")) if target else "")
         )
         if f"unframed_{limit}" not in f:
             continue
@@ -1088,7 +1113,7 @@ def report(f: dict[str, Any]) -> list[str]:
             f"{what}: service {walk['rows']:,} rows in {walk['s']:.1f} s = "
             f"{walk['rows_per_s']:,.0f} rows/s; ceiling, in turns beside it, "
             f"{ceiling_walk['rows_per_s']:,.0f} rows/s ({ceiling_walk['s']:.1f} s); "
-            f"{ratio:.2f}x{target}"
+            f"{ratio:.2f}x{target}{steal_note(walk.get('host_steal'))}"
         )
     if "datasette" in f:
         d = f["datasette"]

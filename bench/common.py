@@ -37,6 +37,35 @@ def schema_head() -> str:
     return str(ScriptDirectory.from_config(config).get_current_head())
 
 
+def cpu_times() -> tuple[int, int] | None:
+    """The machine's CPU time its host took from it (steal) and all its CPU time, in ticks
+    since boot, from /proc/stat; None where the kernel does not say."""
+    try:
+        with open("/proc/stat") as stat:
+            return parse_cpu_line(stat.readline())
+    except (OSError, ValueError):
+        return None
+
+
+def parse_cpu_line(line: str) -> tuple[int, int]:
+    """Steal and the sum of user, nice, system, idle, iowait, irq, softirq and steal from
+    /proc/stat's first line (guest time is counted in user already, so not added again)."""
+    fields = [int(x) for x in line.split()[1:9]]
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
+def steal_share(since: tuple[int, int] | None) -> float | None:
+    """The share of the machine's CPU time its host took since `since` (`cpu_times()`): on a
+    virtual machine, time neither the service nor its ceiling ran. A two-process exchange (a
+    client and a server handing each request back and forth) loses more to it than one
+    process's loop, so a ratio measured while it was high says as much about the host as
+    about the service."""
+    now = cpu_times()
+    if since is None or now is None or now[1] <= since[1]:
+        return None
+    return (now[0] - since[0]) / (now[1] - since[1])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
