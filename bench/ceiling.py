@@ -651,7 +651,6 @@ def _place(frame: str) -> str:
 
 def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {"database": name}
-    started = cpu_times()
     raw = Raw(url)
     depth = min(DEPTH, args.cost_entries - max(LIMITS) - 1)
     deep = raw.position_at(depth - 1)
@@ -685,6 +684,7 @@ def measure(name: str, url: str, work: Path, args: argparse.Namespace) -> dict[s
         urls.update(servers.enter_context(unframed(url, raw)))
         for limit in LIMITS:
             urls.update(servers.enter_context(floors(raw.page(limit, None)[0], work, limit)))
+        started = cpu_times()
         figures.update(interleaved(raw, cases, urls, args))
         figures["cases_host_steal"] = steal_share(started)
         figures["deep_over_first"] = deep_over_first(raw, base, deep, cursor, args.pairs)
