@@ -1056,8 +1056,11 @@ def report(f: dict[str, Any]) -> list[str]:
             f" µs a request more than bare ASGI); ceiling + framework = "
             f"{framework_bound:,.0f} pages/s ({framework_bound / ceiling:.2f}x the ceiling); "
             f"the service is {ratio:.2f}x of that ({min(over_bound):.2f}-{max(over_bound):.2f})"
-            + (f"  {verdict(ratio, target, True)}" if target else "")
-            + (steal_note(f.get("cases_host_steal")) if target else "")
+            + (
+                f"  {verdict(ratio, target, True)}{steal_note(f.get('cases_host_steal'))}"
+                if target
+                else ""
+            )
         )
         if f"unframed_{limit}" not in f:
             continue
