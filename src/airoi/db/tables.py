@@ -215,6 +215,8 @@ cost_entries = Table(
     # SEMANTICS R33: the category was given, so it no longer follows cost_type. Never served.
     Column("cost_category_given", Boolean, nullable=False, server_default="0"),
     _keyset_index("cost_entries"),
+    # SEMANTICS R42: a record without id is matched by its source connection and ref.
+    Index("ix_cost_entries_source", "source_connection_id", "source_ref"),
     Index("ix_cost_entries_initiative", "initiative_id", "updated_at", "id"),
     Index("ix_cost_entries_vendor", "vendor_id"),
     # Covering indexes for the ROI sums (by account and date) and budget sums (by initiative).
@@ -266,6 +268,8 @@ value_entries = Table(
     *_stamps(),
     *_reporting(),
     _keyset_index("value_entries"),
+    # SEMANTICS R42: a record without id is matched by its source connection and ref.
+    Index("ix_value_entries_source", "source_connection_id", "source_ref"),
     Index("ix_value_entries_initiative", "initiative_id", "updated_at", "id"),
     Index("ix_value_entries_period", "account_id", "entry_date"),  # SEMANTICS R11
     Index("ix_value_entries_status", "account_id", "status", "updated_at", "id"),
@@ -315,6 +319,8 @@ observations = Table(
     *_source(),
     *_stamps(),
     _keyset_index("observations"),
+    # SEMANTICS R42: a record without id is matched by its source connection and ref.
+    Index("ix_observations_source", "source_connection_id", "source_ref"),
     Index("ix_observations_initiative", "initiative_id", "updated_at", "id"),
     Index("ix_observations_metric_key", "account_id", "metric_key", "updated_at", "id"),
 )

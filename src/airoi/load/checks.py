@@ -23,6 +23,7 @@ from sqlalchemy import Connection, select
 
 from airoi.db import tables
 from airoi.load.batches import BATCH, chunks, ids_to_accounts
+from airoi.load.keyed import NO_KEY, SourceKeys, keyed_label
 from airoi.load.kinds import (
     BIG,
     BUNDLE_KEYS,
@@ -108,6 +109,7 @@ class Validation:
         self.source = source
         self.keep_stamps = keep_stamps
         self.problems = Problems()
+        self.keyed = SourceKeys(conn, self.problems)  # records matched by source ref (R42)
         self.ignored_stamps = 0  # updated_at values given and dropped (SEMANTICS R32)
         self.small: dict[str, list[Rec]] = {key: [] for key in KINDS if not KINDS[key].big}
         self.deletes: dict[str, set[int]] = {}
@@ -140,6 +142,7 @@ class Validation:
             self.problems.add(str(exc))
             return
         for key in BIG:
+            self._take_keyed(KINDS[key])
             self._flush_existing(key)
         self._check()
 
@@ -181,7 +184,13 @@ class Validation:
             return
         self.ignored_stamps += rec.stamp_ignored
         if kind.big:
-            self._take_big(kind, rec)
+            if SourceKeys.wants(rec):
+                rec.label = keyed_label(kind, pos, item)
+                self.keyed.add(kind, pos, rec)
+                if self.keyed.pending(key) >= BATCH:
+                    self._take_keyed(kind)
+            else:
+                self._take_big(kind, rec)
         else:
             self.small[key].append(rec)
 
@@ -214,11 +223,16 @@ class Validation:
                 except Bad as exc:
                     self.problems.add(f"delete.{kind_key}[#{pos}]: {exc}")
 
+    def _take_keyed(self, kind: Kind) -> None:
+        """Records matched by their source ref (SEMANTICS R42), once given their ids."""
+        for rec in self.keyed.resolve(kind):
+            self._take_big(kind, rec)
+
     def _take_big(self, kind: Kind, rec: Rec) -> None:
         record_id = rec.row.get("id")
         if record_id is None:
             if "id" not in rec.failed:
-                self.problems.add(f"{rec.label}.id: required")
+                self.problems.add(f"{rec.label}.id: {NO_KEY}")
             return
         ids = self.big_ids[kind.key]
         if record_id in ids:

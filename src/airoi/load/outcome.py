@@ -7,10 +7,13 @@ from datetime import datetime
 
 
 class BundleError(Exception):
-    """A bundle that cannot be loaded; `problems` holds one line per problem."""
+    """A bundle that cannot be loaded; `problems` holds one line per problem. `keyed` gives
+    the ids pass 1 gave the records matched by their source ref (SEMANTICS R42), by kind and
+    position, so a caller can say which of its rows a problem naming such an id is."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], keyed: dict[str, dict[int, int]] | None = None) -> None:
         self.problems = list(problems)
+        self.keyed = keyed or {}
         super().__init__("\n".join(self.problems))
 
 

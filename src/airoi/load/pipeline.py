@@ -30,11 +30,22 @@ SQLITE_CACHE_KIB: Final = 65536  # page cache while loading (see tuned_for_loadi
 # Runs first inside the load's transaction; returns the served rows it removed, which
 # leave tombstones unless the bundle gives them again (the demo's reset).
 Before = Callable[[Connection], Iterable[Tombstone] | None]
+# A bundle made inside the load, once the lock is held, from the store and the load's stamp
+# (an import: what it replaces is read under the lock, and its connection is stamped).
+Compose = Callable[[Connection, datetime], Mapping[str, Any]]
+
+
+class _DryRun(Exception):
+    """Undoes a load that was only asked what it would change."""
+
+    def __init__(self, report: LoadReport) -> None:
+        super().__init__()
+        self.report = report
 
 
 def load_bundle(
     engine: Engine,
-    source: Mapping[str, Any] | str | os.PathLike[str],
+    source: Mapping[str, Any] | str | os.PathLike[str] | Compose,
     *,
     progress: ProgressHook | None = None,
     now: datetime | None = None,
@@ -42,6 +53,7 @@ def load_bundle(
     keep_stamps: bool | Callable[[], bool] = False,
     wait: float = DEFAULT_LOAD_WAIT_SECONDS,
     say: Say | None = None,
+    dry_run: bool = False,
 ) -> LoadReport:
     """Validate a bundle and upsert it in one transaction (BUNDLE.md).
 
@@ -53,25 +65,35 @@ def load_bundle(
     given as a function, unless it answers true once `before` has run). `before`, when
     given, runs first in the same transaction (the demo clears its account there). Raises
     BundleError naming every problem found; then nothing is written, `before`'s work
-    included.
+    included. `source` may also be a function of the connection and the stamp that makes
+    the bundle once the lock is held. With `dry_run` the report says what the load would
+    change, and nothing is kept.
     """
     if now is not None and now.tzinfo is not None:
         now = now.astimezone(UTC).replace(tzinfo=None)
-    try:
-        reader = Source(source, progress)
-    except BadSource as exc:
-        raise BundleError([str(exc)]) from None
+    compose = source if callable(source) else None
+    reader: Source | None = None
+    if compose is None:
+        try:
+            reader = Source(source, progress)  # type: ignore[arg-type]
+        except BadSource as exc:
+            raise BundleError([str(exc)]) from None
     try:
         with locked(engine, wait=wait, say=say) as conn, tuned_for_loading(conn):
             # The clock is read once the lock is held: a load that waited stamps when it
             # starts writing, not when it was asked for.
             stamp = take_stamp(conn, utc_now() if now is None else now)
+            if compose is not None:
+                reader = Source(compose(conn, stamp), progress)
+            assert reader is not None
             removed = list(before(conn) or ()) if before is not None else []
             keep = keep_stamps() if callable(keep_stamps) else keep_stamps
             checked = Validation(conn, reader, keep_stamps=keep)
             checked.run()
             if checked.problems:
-                raise checked.problems.error()
+                error = checked.problems.error()
+                error.keyed = checked.keyed.ids
+                raise error
             writer = Writer(checked, stamp, keep_stamps=keep, removed=removed)
             report = writer.write()
             too_large = check_amounts_fit(conn, checked.accounts)
@@ -82,8 +104,12 @@ def load_bundle(
             search_index.rebuild_for_load(
                 conn, {key for counts in changed for key, count in counts.items() if count}
             )
+            if dry_run:
+                raise _DryRun(report)
             if totals["inserted"] or totals["updated"] or totals["deleted"]:
                 advance_clock(conn, stamp, writer.latest_given)
+    except _DryRun as undone:
+        return undone.report
     except (IntegrityError, DataError) as exc:
         # A guard: validation should leave the store nothing to refuse. The driver's message
         # can quote a value, so only its kind is shown (SEMANTICS R15).

@@ -497,8 +497,13 @@ class Writer:
                 if kind is None or not kind.big or pos < 0:
                     continue
                 rec = normalize(kind, item, pos, problems, keep_stamps=self.keep_stamps)
-                if rec is None or rec.row.get("id") is None:
+                if rec is None:
                     continue
+                if rec.row.get("id") is None:  # matched by its source ref (SEMANTICS R42)
+                    keyed_id = checked.keyed.id_at(key, pos)
+                    if keyed_id is None:
+                        continue
+                    rec.row["id"] = keyed_id
                 batch = batches[key]
                 batch.append(rec)
                 if len(batch) >= BATCH:
