@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from enum import StrEnum
@@ -36,6 +37,8 @@ import_app = typer.Typer(
     rich_markup_mode=None,
 )
 IMPORT_PACKAGES = ("pyarrow", "openpyxl")
+# Reads a cost source: (rules, --from/--to, problems, progress) -> the rows grouped.
+Read = Callable[[Any, Any, Any, Any], Any]
 BUSY_EXIT = 75
 
 
@@ -179,10 +182,16 @@ def _refusals(what: str) -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def _engine(database_url: str | None) -> Any:
+@contextmanager
+def _engine(database_url: str | None) -> Iterator[Any]:
+    """The store's writer engine, migrated; its connections closed when the import ends."""
     from airoi.cli import _settings, _writer
 
-    return _writer(_settings(database_url))
+    engine = _writer(_settings(database_url))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def _progress() -> tuple[Callable[[int], None] | None, Callable[[], None]]:
@@ -251,59 +260,82 @@ def _print_cost_report(report: CostReport, unmatched_by: str) -> None:
         out.print("Dry run: nothing was written.", highlight=False)
 
 
-def _unmatched_problems(report_unmatched: dict[tuple[str, ...], Any], by: str) -> list[str]:
+def _unmatched_problems(
+    unmatched: dict[tuple[str, ...], Any], by: str, column: str | None
+) -> list[str]:
+    """--unmatched fail: one line for each kind of row no rule takes, naming the first."""
+    at = f", column {column}" if column else ""
     return [
-        f"{slot.first}: no rule takes this row ({by} {' / '.join(label)}; {slot.rows:,} such rows)"
-        for label, slot in sorted(report_unmatched.items())
+        f"{slot.first}{at}: no rule takes this row ({by} {' / '.join(label)}; "
+        f"{slot.rows:,} such rows)"
+        for label, slot in sorted(unmatched.items())
     ]
 
 
-def _cost_import(
-    platform: str,
-    read: Callable[[Any, Any, Any, Any], Any],
-    *,
-    account: int,
-    rules_path: Path,
-    connection: int | None,
-    from_: str | None,
-    to: str | None,
-    dry_run: bool,
-    wait: float,
-    unmatched: OnUnmatched,
-    database_url: str | None,
-    allowed: Callable[[str], bool],
-    unmatched_by: str,
-    api: bool = False,
-    covered: tuple[date | None, date | None] | None = None,
-) -> None:
-    from airoi.imports import costs
-    from airoi.imports.problems import Problems
-    from airoi.imports.rules import read_rules
-    from airoi.imports.writing import Target
+@dataclass(frozen=True)
+class CostJob:
+    """A cost import's options, as its command was given them."""
 
-    given = (_day(from_, "--from"), _day(to, "--to"))
+    platform: str
+    account: int
+    rules_path: Path
+    connection: int | None
+    from_: str | None
+    to: str | None
+    dry_run: bool
+    wait: float
+    unmatched: OnUnmatched
+    database_url: str | None
+    allowed: Callable[[str], bool]
+    unmatched_by: str
+    api: bool = False
+    asked: tuple[date, date] | None = None  # --api: the days asked for
+
+
+def _cost_import(job: CostJob, read: Read) -> None:
+    from airoi.imports.rules import read_rules
+
+    given = (_day(job.from_, "--from"), _day(job.to, "--to"))
     if given[0] and given[1] and given[0] > given[1]:
         _fail(["--from: must not be later than --to"], "in the options")
     with _refusals("in the import"):
-        rules = read_rules(rules_path, allowed_fields=allowed, focus=platform == "focus")
-        engine = _engine(database_url)
-        target = Target(account_id=account, platform=platform, connection_id=connection, api=api)
-        problems = Problems()
-        advance, stop = _progress()
-        try:
-            groups = read(rules, given, problems, advance)
-        finally:
-            stop()
-        if unmatched is OnUnmatched.fail:
-            for line in _unmatched_problems(groups.unmatched, unmatched_by):
-                problems.add(line)
-        costs.check(groups, rules, engine, target, problems)
-        problems.raise_if_any()
-        dates = given if covered is None else (given[0] or covered[0], given[1] or covered[1])
-        report = costs.run(
-            engine, groups, target, given_dates=dates, dry_run=dry_run, wait=wait, say=_say_err
+        rules = read_rules(
+            job.rules_path, allowed_fields=job.allowed, focus=job.platform == "focus"
         )
-    _print_cost_report(report, unmatched_by)
+        with _engine(job.database_url) as engine:
+            report = _cost_run(job, engine, read, rules, given)
+    _print_cost_report(report, job.unmatched_by)
+
+
+def _cost_run(
+    job: CostJob, engine: Any, read: Read, rules: Any, given: tuple[date | None, date | None]
+) -> CostReport:
+    """Read and group every row, name every problem, then write in one load (R40, R41)."""
+    from airoi.imports import costs
+    from airoi.imports.problems import Problems
+    from airoi.imports.writing import Target
+
+    target = Target(
+        account_id=job.account, platform=job.platform, connection_id=job.connection, api=job.api
+    )
+    problems = Problems()
+    advance, stop = _progress()
+    try:
+        groups = read(rules, given, problems, advance)
+    finally:
+        stop()
+    if job.unmatched is OnUnmatched.fail:
+        column = rules.fields[0] if rules.fields else None
+        for line in _unmatched_problems(groups.unmatched, job.unmatched_by, column):
+            problems.add(line)
+    costs.check(groups, rules, engine, target, problems)
+    problems.raise_if_any()
+    # --api: the days asked for are the days covered, unless --from / --to say otherwise.
+    asked = job.asked or (None, None)
+    dates = (given[0] or asked[0], given[1] or asked[1])
+    return costs.run(
+        engine, groups, target, given_dates=dates, dry_run=job.dry_run, wait=job.wait, say=_say_err
+    )
 
 
 def _say_err(line: str) -> None:
@@ -340,9 +372,8 @@ def focus(
     def read(rules: Any, given: Any, problems: Any, advance: Any) -> Any:
         return reader.read_focus(files, rules, dates=given, problems=problems, progress=advance)
 
-    _cost_import(
-        "focus",
-        read,
+    job = CostJob(
+        platform="focus",
         account=account,
         rules_path=rules,
         connection=connection,
@@ -355,6 +386,7 @@ def focus(
         allowed=reader.any_field,
         unmatched_by="provider / service",
     )
+    _cost_import(job, read)
 
 
 def _provider_command(name: str) -> None:
@@ -409,9 +441,8 @@ def _provider_command(name: str) -> None:
                 provider, files or [], rules_, dates=given, problems=problems
             )
 
-        _cost_import(
-            name,
-            read,
+        job = CostJob(
+            platform=name,
             account=account,
             rules_path=rules,
             connection=connection,
@@ -424,13 +455,15 @@ def _provider_command(name: str) -> None:
             allowed=provider.fields.__contains__,
             unmatched_by="project" if name == "openai" else "workspace",
             api=api,
-            covered=window,
+            asked=window,
         )
+        _cost_import(job, read)
 
     vendor = providers_vendor(name)
     route = "/v1/organization/costs" if name == "openai" else "/v1/organizations/cost_report"
     command.__doc__ = (
-        f"Import {vendor}'s cost report as cost entries: saved responses of GET {route}, or --api with the admin key in {name.upper()}_ADMIN_KEY (and the API base in "
+        f"Import {vendor}'s cost report as cost entries: saved responses of GET {route}, "
+        f"or --api with the admin key in {name.upper()}_ADMIN_KEY (and the API base in "
         f"{name.upper()}_BASE_URL when set).\n\nPages are followed to the end; 429 and 5xx "
         "answers are tried again as Retry-After asks, a bounded number of times."
     )
@@ -486,8 +519,7 @@ def table(
     _require()
     from airoi.imports.tables import import_table
 
-    with _refusals(f"in {file.name}"):
-        engine = _engine(database_url)
+    with _refusals(f"in {file.name}"), _engine(database_url) as engine:
         report = import_table(
             engine,
             kind.value,
