@@ -53,10 +53,13 @@ def decimal(value: Any) -> Decimal | None:
     else:
         try:
             number = Decimal(str(value).strip())
-        except InvalidOperation:
+        except InvalidOperation:  # where the context traps it; elsewhere it is NaN
             raise BadCell(f"{shown(value)} is not a decimal") from None
     if not number.is_finite():
-        raise BadCell(f"{shown(value)} is not a finite decimal")
+        words = str(value).strip().lstrip("+-").lower()
+        if words.startswith(("nan", "snan", "inf")):
+            raise BadCell(f"{shown(value)} is not a finite decimal")
+        raise BadCell(f"{shown(value)} is not a decimal")
     return number
 
 

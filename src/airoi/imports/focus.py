@@ -183,12 +183,14 @@ def _read_file(
 ) -> int:
     try:
         parquet = _is_parquet(path)
-        header = _parquet_header(path) if parquet else _csv_header(path)
-    except (OSError, UnicodeDecodeError, EOFError, ValueError) as exc:
-        problems.at(path, None, None, f"cannot be read as FOCUS CSV or Parquet ({_reason(exc)})")
+    except OSError as exc:
+        problems.at(path, None, None, f"cannot be read ({_reason(exc)})")
         return done
-    except Exception as exc:  # pyarrow's own errors (ArrowInvalid and kin)
-        problems.at(path, None, None, f"cannot be read as FOCUS Parquet ({_reason(exc)})")
+    shape = "Parquet" if parquet else "CSV"
+    try:
+        header = _parquet_header(path) if parquet else _csv_header(path)
+    except Exception as exc:  # OSError, UnicodeDecodeError, gzip's, pyarrow's ArrowInvalid
+        problems.at(path, None, None, f"cannot be read as FOCUS {shape} ({_reason(exc)})")
         return done
     first_line = "row" if parquet else "line"
     present = set(header)
@@ -274,7 +276,7 @@ def _read_file(
         )
         return done + index
     except Exception as exc:  # pyarrow's errors reading a block: not this kind of file
-        problems.at(path, place(index), None, f"cannot be read as FOCUS ({_reason(exc)})")
+        problems.at(path, place(index), None, f"cannot be read as FOCUS {shape} ({_reason(exc)})")
         return done + index
     groups.rows_read += index
     _resolve(
@@ -342,10 +344,11 @@ def _resolve(
             problems.at(path, line, CURRENCY, "required: the row has no currency")
             continue
         period_start = cells.start_date(start)
+        billing_account = cells.text(billing)
+        groups.billing_accounts.add(billing_account)  # held by the files, in the dates or not
         if (low is not None and period_start < low) or (high is not None and period_start > high):
             groups.rows_outside += rows
             continue
-        billing_account = cells.text(billing)
         groups.saw(period_start, billing_account)
         rule = match([key[pos] for pos in positions])
         cents = None if amount is None else amount.scaleb(2, EXACT)

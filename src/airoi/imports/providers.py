@@ -77,6 +77,7 @@ class Provider:
                 problems.add(f"{here}, column {exc.column}: {exc.message}")
                 continue
             period_start = cells.start_date(start)
+            groups.billing_accounts.add(None)
             low, high = dates
             outside = (low is not None and period_start < low) or (
                 high is not None and period_start > high

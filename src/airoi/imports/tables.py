@@ -204,8 +204,14 @@ def read_records(
                     problems.at(path, f"{place} {number}", name, str(exc))
             for name in header[len(values) :]:
                 record[name] = None  # a short row: its missing cells are empty
-            if "account_id" not in record:
+            # --account when the table has no account_id, or leaves it empty (a template's
+            # column nobody filled in); another account is refused: one import, one account.
+            if record.get("account_id") is None:
                 record["account_id"] = account_id
+            elif record["account_id"] != account_id:
+                problems.at(
+                    path, f"{place} {number}", "account_id", f"is not --account {account_id}"
+                )
             if isinstance(record.get("id"), int):
                 by_id.setdefault(record["id"], number)
             lines[len(records)] = number
