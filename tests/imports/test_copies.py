@@ -10,7 +10,6 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
-from tests.client.conftest import _api_servers, base_url  # noqa: F401 - the served API
 from tests.imports.helpers import account_with, airoi_import, write_csv
 from tests.imports.test_reimport import HEADER, MARCH, RULES, day
 
