@@ -65,6 +65,12 @@ rows = st.lists(
 )
 
 
+def _stamp(hour: int, *, spaced: bool = False) -> str:
+    """FIRST plus `hour` hours, as exports write it: `YYYY-MM-DD HH:MM:SS` or ISO with Z."""
+    moment = FIRST + timedelta(hours=hour)
+    return moment.strftime("%Y-%m-%d %H:%M:%S" if spaced else "%Y-%m-%dT%H:%M:%SZ")
+
+
 def _rate(currency: str, on: date) -> Decimal:
     if currency == "USD":
         return Decimal(1)
@@ -133,14 +139,11 @@ def test_served_roi_equals_the_files_summed_by_r40(
         {"account_id": 1, "currency": code, "rate": rate, "effective_from": since}
         for code, rates in FX.items() for since, rate in rates
     ]})  # fmt: skip
-    with decimal.localcontext() as wide:
-        wide.prec = 50
-        written = [
-            (billing, currency, f"{amount:f}", (FIRST + timedelta(hours=hour)).strftime("%Y-%m-%d %H:%M:%S"),
-             (FIRST + timedelta(hours=hour + hours)).isoformat().replace("+00:00", "Z"),
-             frequency, provider, service)
-            for billing, currency, amount, hour, hours, frequency, provider, service in data
-        ]  # fmt: skip
+    written = [
+        (billing, currency, f"{amount:f}", _stamp(hour, spaced=True), _stamp(hour + hours),
+         frequency, provider, service)
+        for billing, currency, amount, hour, hours, frequency, provider, service in data
+    ]  # fmt: skip
     bill = write_csv(tmp_path / "bill.csv", HEADER, written)
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES, encoding="utf-8")
