@@ -286,13 +286,14 @@ def test_every_example_is_run_or_says_why_not() -> None:
 class Demo:
     base_url: str
     token: str
+    database_url: str  # the demo's store, which the import examples write to
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     """`airoi demo` into a fresh store, then `airoi serve` on a free port, as a user runs it."""
     with demo_served(tmp_path_factory.mktemp("demo")) as served:
-        yield Demo(f"{served.origin}/api/v1", served.token)
+        yield Demo(f"{served.origin}/api/v1", served.token, served.database_url)
 
 
 def _figures(prefix: str) -> Callable[[str], None]:
@@ -329,7 +330,9 @@ def test_the_example_runs(block: Block, demo: Demo, tmp_path: Path) -> None:
         "AIROI_TOKEN": demo.token,
         "DLT_DATA_DIR": str(tmp_path / "dlt"),  # dlt keeps its pipelines' state here
     }
-    env.pop("AIROI_DATABASE_URL", None)
+    # docs/importing.md's examples write to the demo's store, as a user's would, reading
+    # the files of examples/ from the repository's root.
+    env["AIROI_DATABASE_URL"] = demo.database_url
     command = (
         ["bash", "-euo", "pipefail", "-c", block.code]
         if block.lang == "sh"
@@ -338,7 +341,7 @@ def test_the_example_runs(block: Block, demo: Demo, tmp_path: Path) -> None:
     done = subprocess.run(
         command,
         check=False,
-        cwd=tmp_path,
+        cwd=ROOT if "examples/" in block.code else tmp_path,
         env=env,
         capture_output=True,
         text=True,
