@@ -642,6 +642,7 @@ class Case:
     seconds: list[float] = field(default_factory=list)
     peak_rss_mb: list[float] = field(default_factory=list)
     reports: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None  # why there are no (more) samples
 
     def add(self, child: Child, report: dict[str, Any] | None = None) -> None:
         self.seconds.append(child.seconds)
@@ -651,7 +652,7 @@ class Case:
 
     def figures(self, rows: int, plain_rows_per_s: float | None) -> dict[str, Any]:
         if not self.seconds:
-            return {"name": self.name, "samples": 0}
+            return {"name": self.name, "samples": 0, "error": self.error}
         median = statistics.median(self.seconds)
         rate = rows / median
         figures: dict[str, Any] = {
@@ -717,7 +718,7 @@ def print_table(figures: dict[str, Any]) -> None:
     print("-" * len(head))
     for case in figures["cases"]:
         if not case.get("samples"):
-            print(f"{case['name']:<28}  0")
+            print(f"{case['name']:<28}  0  {case.get('error') or 'not run'}")
             continue
         spread = f"{case['seconds_min']:.2f}-{case['seconds_max']:.2f}"
         ratio = case.get("ratio")
@@ -822,12 +823,15 @@ def measure(
         plain = Case("plain read")
         first = {name: Case(f"import {name}, first") for name, _ in targets}
         again = {name: Case(f"import {name}, re-import") for name, _ in targets}
-        entries: dict[str, int | None] = {}
+        entries: dict[str, int | None] = {}  # by store: what its first import inserted
+        failed: set[str] = set()  # a store whose import failed is not tried again
         tasks = ["plain", *(name for name, _ in targets)]
         urls = dict(targets)
         for round_no in range(1, rounds + 1):
             shift = (round_no - 1) % len(tasks)
             for task in tasks[shift:] + tasks[:shift]:
+                if task in failed:
+                    continue
                 log = logs / f"round{round_no}-{task}"
                 if task == "plain":
                     child = run_child(
@@ -848,13 +852,16 @@ def measure(
                 argv += ["--account", str(ACCOUNT_ID), "--rules", str(rules)]
                 child = run_child(argv, env, timeout, log)
                 if child.returncode != 0:
+                    failed.add(task)
+                    said = child.stderr.strip()[-1000:]
                     failures.append(
-                        f"import {task}, round {round_no}: exit {child.returncode}: "
-                        f"{child.stderr[-1000:]}"
+                        f"import {task}, round {round_no}: exit {child.returncode}: {said}"
                     )
+                    first[task].error = again[task].error = f"exit {child.returncode}"
+                    print(f"round {round_no}: import {task} failed ({said})", flush=True)
                     continue
                 report = import_report(child.stdout)
-                is_first = round_no == 1
+                is_first = task not in entries
                 if is_first:
                     entries[task] = report.get("inserted")
                 for line in check_report(report, generated, is_first, entries.get(task)):

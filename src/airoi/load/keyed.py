@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Iterable, Set
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, and_, or_, select
+from sqlalchemy import Connection, Table, and_, select
 
 from airoi.db import tables
 from airoi.load.batches import chunks
@@ -123,32 +123,23 @@ class SourceKeys:
         return keys
 
     def _stored(self, kind: Kind, keys: set[Key]) -> dict[Key, int]:
+        """The stored rows of these keys: by connection, else by account, refs in batches."""
         table = kind.table
+        owners: dict[tuple[int | None, int | None], list[str]] = {}
+        for connection, account, ref in keys:
+            owners.setdefault((connection, account), []).append(ref)
         found: dict[Key, int] = {}
-        by_connection = [key for key in keys if key[0] is not None]
-        for batch in chunks(by_connection):
-            clauses = [
-                and_(table.c.source_connection_id == conn_id, table.c.source_ref == ref)
-                for conn_id, _, ref in batch
-            ]
-            query = select(table.c.id, table.c.source_connection_id, table.c.source_ref).where(
-                or_(*clauses)
-            )
-            for row in self.conn.execute(query):
-                found[(row.source_connection_id, None, row.source_ref)] = row.id
-        by_account = [key for key in keys if key[0] is None]
-        for batch in chunks(by_account):
-            clauses = [
-                and_(
-                    table.c.account_id == account,
-                    table.c.source_connection_id.is_(None),
-                    table.c.source_ref == ref,
+        for (connection, account), refs in owners.items():
+            if connection is not None:
+                owner = table.c.source_connection_id == connection
+            else:
+                owner = and_(table.c.account_id == account, table.c.source_connection_id.is_(None))
+            for batch in chunks(sorted(refs)):
+                query = select(table.c.id, table.c.source_ref).where(
+                    owner, table.c.source_ref.in_(batch)
                 )
-                for _, account, ref in batch
-            ]
-            query = select(table.c.id, table.c.account_id, table.c.source_ref).where(or_(*clauses))
-            for row in self.conn.execute(query):
-                found[(None, row.account_id, row.source_ref)] = row.id
+                for row in self.conn.execute(query):
+                    found[(connection, account, row.source_ref)] = row.id
         return found
 
     def _fresh(self, kind: Kind, count: int) -> list[int]:
