@@ -41,11 +41,15 @@ TAGS: Final = "Tags"
 TAG_PREFIX: Final = "Tags."
 REQUIRED: Final = (START, END, CURRENCY)
 OPTIONAL: Final = (FREQUENCY, PROVIDER, SERVICE, BILLING)
-CSV_BLOCK_BYTES: Final = 4 << 20
+# pyarrow's own default: larger blocks read further ahead and hold more (4 MiB blocks peaked at
+# 423-450 MB importing a million rows, 1 MiB at 302-305 MB, no slower; bench/README.md).
+CSV_BLOCK_BYTES: Final = 1 << 20
+CANONICAL_VALUES: Final = 1_000_000  # distinct cell values shared; the table starts again past it
 PARQUET_BATCH_ROWS: Final = 65_536
 MAX_HEADER_BYTES: Final = 1 << 20
 TAGS_CACHE: Final = 100_000  # distinct Tags texts kept parsed; the cache starts again past it
 ONE_TIME: Final = "one-time"
+MISSING: Final[Any] = object()
 NO_NAME: Final = "-"
 
 Progress = Callable[[int], None]  # rows read so far
@@ -73,7 +77,7 @@ def _csv_header(path: Path) -> list[str]:
     return next(csv.reader(io.StringIO(line)), [])
 
 
-def _csv_batches(path: Path, columns: list[str]) -> Iterator[dict[str, list[Any]]]:
+def _csv_batches(path: Path, columns: list[str]) -> Iterator[dict[str, Any]]:
     import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
     from pyarrow import csv as pa_csv  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
@@ -92,15 +96,15 @@ def _csv_batches(path: Path, columns: list[str]) -> Iterator[dict[str, list[Any]
         ),
     )
     for batch in reader:
-        yield {name: batch.column(name).to_pylist() for name in columns}
+        yield {name: batch.column(name) for name in columns}
 
 
-def _parquet_batches(path: Path, columns: list[str]) -> Iterator[dict[str, list[Any]]]:
+def _parquet_batches(path: Path, columns: list[str]) -> Iterator[dict[str, Any]]:
     from pyarrow import parquet as pq  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
     with pq.ParquetFile(str(path)) as parquet:
         for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns):
-            yield {name: batch.column(name).to_pylist() for name in columns}
+            yield {name: batch.column(name) for name in columns}
 
 
 def _parquet_header(path: Path) -> list[str]:
@@ -108,6 +112,26 @@ def _parquet_header(path: Path) -> list[str]:
 
     with pq.ParquetFile(str(path)) as parquet:
         return list(parquet.schema_arrow.names)
+
+
+class _Canonical:
+    """A column's cells as Python values, each distinct value one object for the whole file.
+
+    The rows are summed by a key of several text cells; made afresh for each row (what
+    `to_pylist` gives), every lookup hashes and compares each text again. Dictionary-encoded
+    by pyarrow first, a batch's distinct values become objects once, shared by every row that
+    has them, whose hashes Python keeps: the grouping costs about half as much."""
+
+    def __init__(self) -> None:
+        self.values: dict[Any, Any] = {}
+
+    def cells(self, column: Any) -> list[Any]:
+        encoded = column.dictionary_encode()
+        if len(self.values) > CANONICAL_VALUES:
+            self.values.clear()
+        shared = [self.values.setdefault(value, value) for value in encoded.dictionary.to_pylist()]
+        shared.append(None)  # where a null cell's index points
+        return [shared[i] for i in encoded.indices.fill_null(len(shared) - 1).to_pylist()]
 
 
 class _Tags:
@@ -215,6 +239,7 @@ def _read_file(
     if tag_keys:
         columns.append(TAGS)
     tags = _Tags(tag_keys)
+    canonical = _Canonical()
     # Rows summed by the raw values that decide their entry: key -> [amount, rows, first index]
     raw: dict[tuple[Any, ...], list[Any]] = {}
     index = 0
@@ -230,19 +255,19 @@ def _read_file(
             for batch in batches:
                 size = len(batch[START])
                 absent = absent if len(absent) == size else [None] * size
-                amounts = batch[amount_column]
+                amounts = batch[amount_column].to_pylist()
                 keyed = zip(
-                    batch[START],
-                    batch[END],
-                    batch[CURRENCY],
-                    batch.get(FREQUENCY, absent),
-                    batch.get(PROVIDER, absent),
-                    batch.get(SERVICE, absent),
-                    batch.get(BILLING, absent),
-                    *(batch[name] for name in plain_fields),
+                    canonical.cells(batch[START]),
+                    canonical.cells(batch[END]),
+                    canonical.cells(batch[CURRENCY]),
+                    *(
+                        canonical.cells(batch[name]) if name in batch else absent
+                        for name in (FREQUENCY, PROVIDER, SERVICE, BILLING)
+                    ),
+                    *(canonical.cells(batch[name]) for name in plain_fields),
                     strict=True,
                 )
-                tag_cells = batch[TAGS] if tag_keys else absent
+                tag_cells = canonical.cells(batch[TAGS]) if tag_keys else absent
                 for offset, (fixed, cell, tag_cell) in enumerate(
                     zip(keyed, amounts, tag_cells, strict=True)
                 ):
@@ -254,7 +279,15 @@ def _read_file(
                             problems.at(path, place(index + offset), TAGS, str(exc))
                             continue
                     amount = cell
-                    if cell is not None and not isinstance(cell, Decimal):
+                    if type(cell) is str:
+                        amount = Decimal(cell)  # NaN, not an error, where it is not a number
+                        if not amount.is_finite():
+                            try:
+                                amount = cells.decimal(cell)  # says why
+                            except BadCell as exc:
+                                problems.at(path, place(index + offset), amount_column, str(exc))
+                                continue
+                    elif cell is not None and not isinstance(cell, Decimal):
                         try:
                             amount = cells.decimal(cell)
                         except (BadCell, decimal.DecimalException) as exc:
@@ -310,6 +343,7 @@ def _resolve(
     tail += [name for name in rules.fields if name.startswith(TAG_PREFIX)]
     positions = [7 + tail.index(name) for name in rules.fields]
     moments: dict[Any, datetime | None] = {}
+    rules_taking: dict[tuple[Any, ...], Any] = {}  # what the rules look at -> the rule
     low, high = dates
     for key, (amount, rows, first) in raw.items():
         start_raw, end_raw, currency_raw, frequency, provider, service, billing = key[:7]
@@ -350,16 +384,15 @@ def _resolve(
             groups.rows_outside += rows
             continue
         groups.saw(period_start, billing_account)
-        rule = match([key[pos] for pos in positions])
+        looked_at = tuple(key[pos] for pos in positions)
+        rule = rules_taking.get(looked_at, MISSING)
+        if rule is MISSING:
+            rule = rules_taking[looked_at] = match(looked_at)
         cents = None if amount is None else amount.scaleb(2, EXACT)
         if rule is None:
-            groups.miss(
-                (cells.text(provider) or NO_NAME, cells.text(service) or NO_NAME),
-                currency,
-                cents,
-                rows,
-                where(path, line),
-            )
+            named = (cells.text(provider) or NO_NAME, cells.text(service) or NO_NAME)
+            here = where(path, line) if named not in groups.unmatched else ""
+            groups.miss(named, currency, cents, rows, here)
             continue
         one_time = frequency is not None and str(frequency).strip().casefold() == ONE_TIME
         entry = EntryKey(
@@ -373,4 +406,4 @@ def _resolve(
             description=cells.text(service),
             billing_account=billing_account,
         )
-        groups.add(entry, cents, rows, where(path, line))
+        groups.add(entry, cents, rows, where(path, line) if entry not in groups.where else "")
