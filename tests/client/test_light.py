@@ -222,8 +222,9 @@ def test_the_base_install_holds_no_server_package() -> None:
     assert server == {name.replace("_", "-") for name in SERVER_PACKAGES}
     assert base == {"httpx", "typer", "rich"}
     assert not base & server
-    # The development install is everything: the server, the stores, dlt, polars and the tools.
-    assert "airoi[server,dataframe,pull,dlt,polars]" in extras["dev"]
+    # The development install is everything: the server, the stores, dlt, polars, the importers
+    # and the tools.
+    assert "airoi[server,dataframe,pull,dlt,polars,imports]" in extras["dev"]
     # Every requirement is a range (it installs beside other tools), and constraints.txt,
     # what scripts/test and CI install with, pins each to one release inside its range.
     pinned: dict[str, str] = {}
