@@ -37,6 +37,7 @@ from airoi.auth import Principal
 from airoi.db.engine import close_or_discard
 from airoi.failures import log_discarded, log_failure
 from airoi.listing import MAX_ID, Cursors
+from airoi.oauth.urls import LOOPBACK
 from airoi.observability import RequestContext, request_context
 from airoi.settings import Settings
 from airoi.tools import search as search_module
@@ -582,7 +583,7 @@ def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
 
 def _host_names(settings: Settings) -> list[str]:
     """Every host name the app is served under (CONVENTIONS: host checks need them all)."""
-    names = {"localhost", "127.0.0.1", "[::1]", "testserver", *settings.allowed_hosts}
+    names = {*LOOPBACK, *settings.allowed_hosts}
     app_host = urlsplit(settings.app_url).netloc.rpartition("@")[2]
     if app_host:
         names.add(app_host)
