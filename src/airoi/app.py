@@ -86,6 +86,7 @@ from airoi.observability import (
     request_id_of,
 )
 from airoi.ratelimit import RateLimiter
+from airoi.response_headers import protective_headers
 from airoi.settings import Settings
 from airoi.store import StoreGate, size_worker_threads
 from airoi.token_cache import TokenCache
@@ -567,6 +568,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     conditional_get(app, API_PREFIX)  # inside HEAD-as-GET, so HEAD gets GET's ETag
     only_get_and_head(app)
     allow_cross_origin(app, settings.cors_origins)  # an allowed preflight before R30's 405
+    protective_headers(app, (API_PREFIX, MCP_PATH))  # nosniff; account data kept private
     observe(app, metrics)  # outermost: sees every answer, including HEAD and 405
     return app
 
