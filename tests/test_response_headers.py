@@ -95,7 +95,7 @@ def test_etag_revalidation_keeps_working(
 def test_every_tool_answer_is_kept_private(
     app_client: TestClient[Litestar], seeded: tuple[str, int]
 ) -> None:
-    token, initiative = seeded
+    token, _ = seeded
 
     def post(method: str, params: dict[str, Any]) -> Any:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
