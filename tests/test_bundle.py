@@ -722,7 +722,10 @@ PROBLEMS = [
         _set("cost_entries", 17, source={"connection_id": 4}, source_connection_id=5),
         "cost_entries[id=17].source.connection_id: does not match source_connection_id",
     ),
-    (_drop("cost_entries", 17, "id"), "cost_entries[#0].id: required"),
+    (
+        _drop("cost_entries", 17, "id"),
+        "cost_entries[#0].id: required (or a source ref to match the row by, SEMANTICS R42)",
+    ),
     (
         _set("cost_entries", 17, id=0),
         "cost_entries[#0].id: 0 is not an id (a positive integer below 2**63)",
