@@ -85,12 +85,11 @@ from airoi.observability import (
     observe,
     request_id_of,
 )
-from airoi.ratelimit import RateLimiter
+from airoi.ratelimit import RateLimiter, person_key
 from airoi.response_headers import protective_headers
 from airoi.settings import Settings
 from airoi.store import StoreGate, size_worker_threads
 from airoi.token_cache import TokenCache
-from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 from airoi.tools.protocol_errors import JsonRpcErrorBodies
 from airoi.tools.server import MCP_PATH
@@ -216,16 +215,17 @@ async def _authenticate(scope: Scope, state: State) -> Principal:
         principal = kept
     context.account_id = principal.account_id
     limiter: RateLimiter = state.rate_limiter
-    # Keyed by the token's hash, never the token (SEMANTICS R15).
+    # SEMANTICS R39: one budget per person, whatever token carries the request (each of
+    # their personal tokens, every assistant grant made through them), API and /mcp alike.
     standing = await limiter.hit(
-        hash_token(secret), where=context.route(), request_id=context.request_id
+        person_key(principal.user_id), where=context.route(), request_id=context.request_id
     )
     context.response_headers.update(standing.headers())
     if not standing.allowed:
         wait = standing.seconds_to_reset()
         raise ApiError(
             429,
-            f"Too many requests with this token; try again in {wait} seconds.",
+            f"Too many requests from this user; try again in {wait} seconds.",
             headers={"Retry-After": str(wait)},
         )
     return principal
