@@ -181,7 +181,7 @@ async def _authenticate(scope: Scope, state: State) -> Principal:
     # SEMANTICS R29: no token, or no bearer one, is a 401 before the store is asked (with the
     # store away it would otherwise be a 503).
     authorization = authorization_of(scope)
-    secret = bearer_secret(authorization)
+    bearer_secret(authorization)
     context = held_context(scope)  # type: ignore[arg-type]
     # A place at the store's gate until the answer starts, then the lookup in a worker thread
     # (airoi.store), unless the token's row is kept. The API's handlers read through the

@@ -47,6 +47,8 @@ NAMESPACE = "airoi:token"  # the keys' prefix in Redis, as before the budget bec
 def person_key(user_id: int) -> str:
     """The budget's key of the user a request's token acts for (SEMANTICS R39)."""
     return f"user:{user_id}"
+
+
 # A counter store that does not answer at once is treated as away (connecting, a round trip).
 STORE_TIMEOUT_S = 0.25
 # A call is a connection and two round trips at most, each bounded by the timeout.
