@@ -43,6 +43,7 @@ from airoi.settings import Settings
 from airoi.tools import search as search_module
 from airoi.tools import service
 from airoi.tools.arguments import argument_names, strict_tool
+from airoi.tools.completion import register_completion
 from airoi.tools.errors import ToolRefusal, validation_sentence
 from airoi.tools.models import (
     DecisionListResult,
@@ -578,6 +579,7 @@ def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
     # Help articles and the metric library as resources; the finance lead's prompts.
     register_resources(server)
     register_prompts(server, settings.current_date)
+    register_completion(server, settings.current_date)  # and logging/setLevel
     return server
 
 
