@@ -90,11 +90,11 @@ def _first_cursor(client: Client, token: str, path: str = "cost_entries") -> str
     return cursor
 
 
-def _account_of(token: str, client: Client) -> int:
-    """The account id the token's cursors are bound to, read back from a cursor it got."""
+def _account_of(token: str, client: Client, engine: Engine) -> int:
+    """The account id the token's cursors are bound to, read back from a cursor it got
+    (opened with the store's own secret: a cursor reads as nothing without it)."""
     cursor = _first_cursor(client, token)
-    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    return int(raw[:-16].split(b"|")[1])
+    return int(CursorCodec(_secret(engine)).unseal(cursor).split(b"|")[1])
 
 
 @pytest.mark.parametrize("path", LISTS)
@@ -116,7 +116,7 @@ def test_a_signed_position_out_of_range_is_400_not_500(
     # SEMANTICS R13: every decoded number is checked before it reaches SQL. Signed here with
     # the store's own secret, as if it had leaked: the position is still refused.
     token, _ = _two_accounts(engine)
-    account = _account_of(token, client)
+    account = _account_of(token, client, engine)
     cursor = CursorCodec(_secret(engine)).seal(f"{path}|{account}|{micros}|{row_id}".encode())
     assert "out of range" in _refused(_ask(client, token, path, cursor=cursor))
 
@@ -125,7 +125,7 @@ def test_a_signed_position_out_of_range_is_400_not_500(
 def test_the_edges_of_the_range_are_served(client: Client, engine: Engine, path: str) -> None:
     # SEMANTICS R13: the largest id and the first and last instants a store can hold.
     token, _ = _two_accounts(engine)
-    account = _account_of(token, client)
+    account = _account_of(token, client, engine)
     codec = CursorCodec(_secret(engine))
     for stamp, row_id in (
         (datetime(1, 1, 1), MAX_ID),
@@ -145,7 +145,7 @@ def test_a_payload_the_service_never_writes_is_refused(
 ) -> None:
     # SEMANTICS R13: even signed, only the service's own shape of payload is read.
     token, _ = _two_accounts(engine)
-    account = _account_of(token, client)
+    account = _account_of(token, client, engine)
     codec = CursorCodec(_secret(engine))
     for payload in (
         f"{path}|{account}|0|-5",
@@ -188,7 +188,7 @@ def test_a_cursor_of_another_account_is_refused(client: Client, engine: Engine, 
     path_with_rows = "cost_entries" if path == "deletions" else path
     cursor_a = _first_cursor(client, token_a, path_with_rows)
     if path == "deletions":  # a cursor of the list the tombstones would be served from
-        account_a = _account_of(token_a, client)
+        account_a = _account_of(token_a, client, engine)
         cursor_a = CursorCodec(_secret(engine)).encode(
             "deletions", account_a, Position(datetime(2026, 1, 1), 1)
         )

@@ -46,7 +46,8 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 @pytest.fixture
 def oauth_client(db_url: str) -> Any:
-    app = create_app(Settings(database_url=db_url))
+    # The test client's host is served because the settings say so, as an operator's would.
+    app = create_app(Settings(database_url=db_url, allowed_hosts=("testserver",)))
     with TestClient(app, base_url=BASE) as test_client:
         yield test_client
     app.state.engine.dispose()
@@ -949,7 +950,9 @@ def test_a_client_never_granted_is_dropped_after_an_hour(
 
 
 def test_unauthenticated_oauth_posts_are_limited_per_address(db_url: str) -> None:
-    app = create_app(Settings(database_url=db_url, oauth_rate_limit="3/minute"))
+    app = create_app(
+        Settings(database_url=db_url, oauth_rate_limit="3/minute", allowed_hosts=("testserver",))
+    )
     try:
         with TestClient(app, base_url=BASE) as client:
             for _ in range(2):
@@ -1043,3 +1046,19 @@ def test_a_grant_keeps_two_refresh_tokens_however_often_it_refreshes(
     # would have expired and the sign-in request until it expires (each to tell a replay).
     assert kinds == ["access", "code", "refresh", "refresh", "sign-in"]
     assert mcp(oauth_client, issued["access_token"]).status_code == 200
+
+
+def test_a_test_clients_host_is_served_only_when_the_settings_name_it(db_url: str) -> None:
+    # The served host list comes from settings alone: `testserver` (a test client's name) is
+    # no host of the service's unless AIROI_ALLOWED_HOSTS names it.
+    app = create_app(Settings(database_url=db_url))
+    try:
+        with TestClient(app, base_url=BASE) as client:
+            for path in (
+                "/.well-known/oauth-authorization-server",
+                "/.well-known/oauth-protected-resource",
+                "/oauth/authorize",
+            ):
+                assert client.get(path).status_code == 404, path
+    finally:
+        app.state.engine.dispose()

@@ -7,6 +7,7 @@ by the tool endpoint, and shared by every worker through Redis when it is config
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -63,6 +64,7 @@ def tokens(engine: Engine) -> dict[str, str]:
     secrets = {
         "first": b.token(owner),
         "second": b.token(owner),
+        "colleague": b.token(b.user(acct, role="admin", name="Grace")),
         "no_api": b.token(b.user(no_api, role="owner")),
     }
     b.load(engine)
@@ -117,8 +119,10 @@ def test_over_the_limit_is_429_with_headers(
     assert_spec_429(response)
     assert response.headers["ratelimit-remaining"] == "0"
     assert int(response.headers["retry-after"]) <= 3600
-    # The budget is the token's: another token of the same user still reads.
-    assert client.get("/api/v1/metrics", headers=bearer(tokens["second"])).status_code == 200
+    # SEMANTICS R39: the budget is the person's: another token of the same user is refused
+    # too; another user of the account still reads.
+    assert_spec_429(client.get("/api/v1/metrics", headers=bearer(tokens["second"])))
+    assert client.get("/api/v1/metrics", headers=bearer(tokens["colleague"])).status_code == 200
 
 
 def test_unauthenticated_requests_are_not_counted(
@@ -160,15 +164,19 @@ def test_the_tool_endpoint_counts_against_the_same_budget(
 def test_workers_share_one_budget_through_redis(
     db_url: str, engine: Engine, clients: ExitStack, redis_url: str
 ) -> None:
-    b = BundleBuilder()
+    # Ids of its own: Redis is shared by the tests running beside this one, per person.
+    b = BundleBuilder(first_id=10**6 + secrets.randbelow(10**9))
     owner = b.user(b.account(), role="owner")
     b.load(engine)
     # Two app instances stand for two `airoi serve` workers: AIROI_REDIS_URL joins their counts.
     settings = Settings(database_url=db_url, rate_limit=THREE_AN_HOUR, redis_url=redis_url)
     one, two = client_of(clients, settings), client_of(clients, settings)
-    # A freshly issued random token: the factory's repeat from run to run, and Redis outlives runs.
+    # A freshly issued random token: the factory's repeat from run to run, and Redis outlives runs;
+    # so does the person's counter, which an earlier run left: it starts afresh.
     token = issue_token(engine, owner).secret
     store = redis.Redis.from_url(redis_url)
+    for stale in store.keys(f"*/user:{owner}/*"):
+        store.delete(stale)
     assert (
         one.get("/api/v1/initiatives", headers=bearer(token)).headers["ratelimit-remaining"] == "2"
     )
@@ -180,9 +188,10 @@ def test_workers_share_one_budget_through_redis(
     )
     assert_spec_429(two.get("/api/v1/initiatives", headers=bearer(token)))
     assert_spec_429(one.get("/api/v1/initiatives", headers=bearer(token)))
-    # SEMANTICS R15: the counter is keyed by the token's hash, never by the token.
+    # SEMANTICS R39, R15: the counter is keyed by the person, never by the token.
     keys = [k.decode() for k in store.keys("*")]
-    assert any(hash_token(token) in key for key in keys)
+    assert any(f"/user:{owner}/" in key for key in keys)
+    assert not any(hash_token(token) in key for key in keys)
     assert not any(token in key or token.removeprefix("airoi_") in key for key in keys)
 
 
@@ -316,3 +325,24 @@ def test_more_requests_waiting_on_redis_than_the_pool_holds_are_all_answered(
                 done.set()
                 slowing.join()
     assert statuses == [200] * 240
+
+
+def test_a_grant_and_its_refresh_draw_on_their_persons_budget(
+    db_url: str, tokens: dict[str, str], clients: ExitStack
+) -> None:
+    # SEMANTICS R39: each assistant grant, and each refresh of it, opens no fresh budget.
+    from tests.test_oauth import BASE, grant, mcp, refresh
+
+    settings = Settings(database_url=db_url, rate_limit="4/hour", allowed_hosts=("testserver",))
+    app = create_app(settings)
+    clients.callback(app.state.engine.dispose)
+    client = clients.enter_context(TestClient(app, base_url=BASE))
+    reg, issued = grant(client, tokens["first"])
+    assert mcp(client, issued["access_token"]).headers["ratelimit-remaining"] == "3"
+    renewed = refresh(client, reg, issued["refresh_token"]).json()
+    assert mcp(client, renewed["access_token"]).headers["ratelimit-remaining"] == "2"
+    _, second_grant = grant(client, tokens["second"])
+    assert mcp(client, second_grant["access_token"]).headers["ratelimit-remaining"] == "1"
+    assert client.get("/api/v1/roi", headers=bearer(tokens["first"])).status_code == 200
+    assert_spec_429(mcp(client, renewed["access_token"]))
+    assert_spec_429(client.get("/api/v1/roi", headers=bearer(tokens["second"])))

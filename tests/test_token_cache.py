@@ -229,7 +229,7 @@ def test_a_revocation_is_seen(
     # By another process (the CLI's revoke): seen through the store, not this process's own
     # emptying of its caches (test_a_load_or_revocation_in_this_process_empties_...).
     revoked_elsewhere(engine, issued.secret)
-    seen(client, engine, issued.secret, refused(401, "The token is not valid."))
+    seen(client, engine, issued.secret, refused(401, "The token has been revoked."))
 
 
 def test_a_removed_user_is_seen(

@@ -85,11 +85,11 @@ from airoi.observability import (
     observe,
     request_id_of,
 )
-from airoi.ratelimit import RateLimiter
+from airoi.ratelimit import RateLimiter, person_key
+from airoi.response_headers import protective_headers
 from airoi.settings import Settings
 from airoi.store import StoreGate, size_worker_threads
 from airoi.token_cache import TokenCache
-from airoi.tokens import hash_token
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 from airoi.tools.protocol_errors import JsonRpcErrorBodies
 from airoi.tools.server import MCP_PATH
@@ -181,7 +181,7 @@ async def _authenticate(scope: Scope, state: State) -> Principal:
     # SEMANTICS R29: no token, or no bearer one, is a 401 before the store is asked (with the
     # store away it would otherwise be a 503).
     authorization = authorization_of(scope)
-    secret = bearer_secret(authorization)
+    bearer_secret(authorization)
     context = held_context(scope)  # type: ignore[arg-type]
     # A place at the store's gate until the answer starts, then the lookup in a worker thread
     # (airoi.store), unless the token's row is kept. The API's handlers read through the
@@ -215,16 +215,17 @@ async def _authenticate(scope: Scope, state: State) -> Principal:
         principal = kept
     context.account_id = principal.account_id
     limiter: RateLimiter = state.rate_limiter
-    # Keyed by the token's hash, never the token (SEMANTICS R15).
+    # SEMANTICS R39: one budget per person, whatever token carries the request (each of
+    # their personal tokens, every assistant grant made through them), API and /mcp alike.
     standing = await limiter.hit(
-        hash_token(secret), where=context.route(), request_id=context.request_id
+        person_key(principal.user_id), where=context.route(), request_id=context.request_id
     )
     context.response_headers.update(standing.headers())
     if not standing.allowed:
         wait = standing.seconds_to_reset()
         raise ApiError(
             429,
-            f"Too many requests with this token; try again in {wait} seconds.",
+            f"Too many requests from this user; try again in {wait} seconds.",
             headers={"Retry-After": str(wait)},
         )
     return principal
@@ -567,6 +568,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
     conditional_get(app, API_PREFIX)  # inside HEAD-as-GET, so HEAD gets GET's ETag
     only_get_and_head(app)
     allow_cross_origin(app, settings.cors_origins)  # an allowed preflight before R30's 405
+    protective_headers(app, (API_PREFIX, MCP_PATH))  # nosniff; account data kept private
     observe(app, metrics)  # outermost: sees every answer, including HEAD and 405
     return app
 

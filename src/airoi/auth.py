@@ -36,7 +36,8 @@ class Principal:
 
 
 REALM = 'Bearer realm="airoi"'
-# Said when a token was sent and is refused (unknown, revoked, expired, its holder removed):
+# Said when a token was sent and is refused (unknown, revoked, expired, its holder removed or
+# no longer an Owner or Admin):
 # RFC 6750 3.1's code, which tells a client to get another token, not to send this one again.
 INVALID_TOKEN = 'error="invalid_token"'  # noqa: S105 - a challenge's parameter
 
@@ -73,6 +74,7 @@ _TOKEN_LOOKUP = Prepared(
         tokens.c.revoked_at,
         users.c.id.label("user_id"),
         users.c.removed_at,
+        users.c.role,
         accounts.c.id.label("account_id"),
         accounts.c.api_access,
         accounts.c.currency,
@@ -117,13 +119,11 @@ def authenticate_kept(
 def _principal(row: Any, now: datetime | None) -> Principal:
     if row is None:
         raise unauthorized("The token is not valid.", invalid_token=True)
-    expires_at, revoked_at, user_id, removed_at, account_id, api_access, currency, fy_start = row
-    if revoked_at is not None:
-        raise unauthorized("The token is not valid.", invalid_token=True)
-    if expires_at is not None and expires_at <= (now or utc_now()):
-        raise unauthorized("The token has expired.", invalid_token=True)
-    if removed_at is not None:
-        raise unauthorized("The token's holder can no longer open the account.", invalid_token=True)
+    (expires_at, revoked_at, user_id, removed_at, role, account_id, api_access, currency,
+     fy_start) = row  # fmt: skip
+    refusal = holder_refusal(revoked_at, expires_at, removed_at, role, now)
+    if refusal is not None:
+        raise unauthorized(refusal, invalid_token=True)
     if not api_access:
         raise ApiError(403, "This account's plan does not include API access.")
     return Principal(
@@ -132,6 +132,32 @@ def _principal(row: Any, now: datetime | None) -> Principal:
         account_currency=currency,
         fiscal_year_start_month=fy_start,
     )
+
+
+REVOKED = "The token has been revoked."
+EXPIRED = "The token has expired."
+REMOVED = "The token's holder can no longer open the account."
+DEMOTED = "The token's holder is no longer an Owner or Admin of the account."
+
+
+def holder_refusal(
+    revoked_at: datetime | None,
+    expires_at: datetime | None,
+    removed_at: datetime | None,
+    role: str,
+    now: datetime | None,
+) -> str | None:
+    """SEMANTICS R29: why a personal token no longer opens its account, in one sentence, or
+    None when it does. Only an Owner or Admin, not removed, holds API access (SPEC 5.2)."""
+    if revoked_at is not None:
+        return REVOKED
+    if expires_at is not None and expires_at <= (now or utc_now()):
+        return EXPIRED
+    if removed_at is not None:
+        return REMOVED
+    if role not in ISSUING_ROLES:
+        return DEMOTED
+    return None
 
 
 # A hundred years: the longest expiry a token is issued with (a date past 9999 none can hold).

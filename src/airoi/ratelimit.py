@@ -1,7 +1,10 @@
-"""Requests per token (SPEC 8: over the limit is 429), counted after authentication.
+"""Requests per person (SPEC 8: over the limit is 429), counted after authentication.
 
-The budget is `AIROI_RATE_LIMIT` (for example 600/minute) per token, keyed by the
-token's hash, never the token itself (SEMANTICS R15). It lives in this process's
+The budget is `AIROI_RATE_LIMIT` (for example 600/minute) per user (SEMANTICS R39): every
+personal token of one user and every assistant access token granted through them draw on
+one budget, on `/api/v1` and `/mcp` alike, keyed by the user's id (`person_key`), never a
+token (SEMANTICS R15); a new token or a refreshed grant opens no fresh budget. The OAuth
+routes count unauthenticated posts per client address the same way. It lives in this process's
 memory, or in Redis when `AIROI_REDIS_URL` is set, so that several workers share
 one budget. A fixed window starting at a token's first request in it: one counter
 and one expiry per token.
@@ -38,7 +41,14 @@ from limits import RateLimitItem, parse
 from limits.errors import StorageError
 from limits.storage import Storage, storage_from_string
 
-NAMESPACE = "airoi:token"
+NAMESPACE = "airoi:token"  # the keys' prefix in Redis, as before the budget became a person's
+
+
+def person_key(user_id: int) -> str:
+    """The budget's key of the user a request's token acts for (SEMANTICS R39)."""
+    return f"user:{user_id}"
+
+
 # A counter store that does not answer at once is treated as away (connecting, a round trip).
 STORE_TIMEOUT_S = 0.25
 # A call is a connection and two round trips at most, each bounded by the timeout.

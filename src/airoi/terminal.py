@@ -54,6 +54,7 @@ SERVER_PACKAGES = (
     "redis",
     "xxhash",
     "prometheus_client",
+    "cryptography",
 )
 PULL_PACKAGES = ("duckdb", "pyarrow")
 

@@ -245,7 +245,7 @@ def test_the_sdk_shows_the_wait(limited: tuple[str, str]) -> None:
     base_url, token = limited
     error = sdk_error(f"{base_url}/mcp", bearer(token), calls=4)
     assert error.code == -32005
-    assert str(error).startswith("Too many requests with this token; try again in ")
+    assert str(error).startswith("Too many requests from this user; try again in ")
     assert error.data["status"] == 429
 
 

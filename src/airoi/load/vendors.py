@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, insert, select
 
 from airoi.db import tables
+from airoi.load.keyed import fresh_ids
 from airoi.load.outcome import LoadReport
 
 # Where the ids of vendors made from a name begin: far above the ids a system gives its own
@@ -26,7 +27,7 @@ class VendorRegistry:
         self.loaded: set[int] = set()
         self.merged_into: dict[int, int | None] = {}
         self.by_name: dict[tuple[int, str], int] = {}
-        self.next_id: int | None = None
+        self.made: set[int] = set()
 
     def _load(self, account_id: int) -> None:
         if account_id in self.loaded:
@@ -51,18 +52,11 @@ class VendorRegistry:
     def _free_id(self) -> int:
         """An id for a vendor made from a name: from INVENTED_IDS_FROM up, where a bundle's own
         ids (its system's) do not reach, so that a later bundle's vendor record never lands on
-        it; the first one not taken."""
-        table = tables.vendors
-        if self.next_id is None:
-            largest = self.conn.execute(
-                select(func.max(table.c.id)).where(table.c.id >= INVENTED_IDS_FROM)
-            ).scalar()
-            self.next_id = max(INVENTED_IDS_FROM, (largest or 0) + 1)
-        while self.conn.execute(select(table.c.id).where(table.c.id == self.next_id)).first():
-            self.next_id += 1  # pragma: no cover - only a bundle's own id up there is in the way
-        new_id = self.next_id
-        self.next_id += 1
-        return new_id
+        it; drawn at random among those no vendor or tombstone has had (airoi.load.keyed), so
+        an account's new vendor ids tell nothing of another account's."""
+        (made,) = fresh_ids(self.conn, tables.vendors, 1, avoid=self.made)
+        self.made.add(made)
+        return made
 
     def final(self, account_id: int, vendor_id: int) -> int:
         self._load(account_id)

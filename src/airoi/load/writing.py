@@ -39,6 +39,7 @@ from airoi.load.reading import BadSource
 from airoi.load.records import Rec, merged, normalize
 from airoi.load.values import fits_int64, too_large_converted
 from airoi.load.vendors import VendorRegistry
+from airoi.tokens import ISSUING_ROLES
 
 # Whose served rows show a person's name (SEMANTICS R32): kind, column naming the person.
 PERSON_REFERENCES = (
@@ -106,6 +107,7 @@ class Writer:
         """The knock-on changes of a kind just written, made before the rows they touch."""
         if key == "users":
             self._restamp_people()
+            self._end_lost_access()
         elif key == "fx_rates":  # the accounts' currencies are written by now too
             self._refresh_amounts()
         elif key == "vendors":
@@ -371,6 +373,30 @@ class Writer:
         return bulk
 
     # ---- knock-on changes (SEMANTICS R32)
+
+    def _end_lost_access(self) -> None:
+        """SEMANTICS R29: a user this load removes, or leaves neither Owner nor Admin, loses
+        every token for good (and with them every assistant grant made through them): the
+        tokens are revoked with the load's stamp, so restoring the user or the role later
+        opens nothing until a new token is issued. A user already without access has theirs
+        revoked too (a store from before the rule kept them). Tokens this bundle gives are
+        written after this, and pass 1 took only those of an Owner or Admin."""
+        stored = self.checked.stored.get("users", {})
+        lost = [
+            rec.row["id"]
+            for rec in self.checked.small["users"]
+            if rec.row["id"] in stored
+            and (rec.row["removed_at"] is not None or rec.row["role"] not in ISSUING_ROLES)
+        ]
+        given = {rec.row["token_hash"] for rec in self.checked.small["tokens"]}
+        table = tables.tokens
+        for batch in chunks(lost):
+            live = (table.c.user_id.in_(batch), table.c.revoked_at.is_(None))
+            ended = set(self.conn.execute(select(table.c.token_hash).where(*live)).scalars())
+            if ended:
+                self.conn.execute(update(table).where(*live).values(revoked_at=self.stamp))
+            # A token the bundle gives too is counted once, when it is written.
+            self.report.updated["tokens"] += len(ended - given)
 
     def _restamp_people(self) -> None:
         """A person's new name is served on every row referring to them."""

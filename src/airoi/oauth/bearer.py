@@ -14,7 +14,15 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
 
-from airoi.auth import INVALID_TOKEN, REALM, Principal, authenticate, bearer_secret, unauthorized
+from airoi.auth import (
+    INVALID_TOKEN,
+    REALM,
+    Principal,
+    authenticate,
+    bearer_secret,
+    holder_refusal,
+    unauthorized,
+)
 from airoi.db.prepared import Prepared
 from airoi.db.tables import accounts, oauth_tokens, tokens, users
 from airoi.errors import ApiError
@@ -31,6 +39,7 @@ _ACCESS_LOOKUP = Prepared(
         tokens.c.revoked_at,
         users.c.id.label("user_id"),
         users.c.removed_at,
+        users.c.role,
         accounts.c.id.label("account_id"),
         accounts.c.api_access,
         accounts.c.currency,
@@ -82,6 +91,7 @@ def authenticate_mcp(
         revoked_at,
         user_id,
         removed_at,
+        role,
         account_id,
         api_access,
         currency,
@@ -96,8 +106,9 @@ def authenticate_mcp(
         raise _refused("The personal access token behind this token has been revoked.")
     if pat_expires_at is not None and pat_expires_at <= now:
         raise _refused("The personal access token behind this token has expired.")
-    if removed_at is not None:
-        raise _refused("The token's holder can no longer open the account.")
+    refusal = holder_refusal(None, None, removed_at, role, now)
+    if refusal is not None:
+        raise _refused(refusal)
     if not api_access:
         raise ApiError(403, "This account's plan does not include API access.")
     return Principal(

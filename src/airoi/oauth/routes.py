@@ -256,7 +256,11 @@ class CheckedRegistrationHandler(RegistrationHandler):
                 {"error": "invalid_client_metadata", "error_description": metadata_refusal(error)},
                 status=400,
             )
-        return await super().handle(request)
+        answer = await super().handle(request)
+        # The reply holds the client's secret: no cache may keep it (RFC 7591, 3.2.1).
+        answer.headers["Cache-Control"] = "no-store"
+        answer.headers["Pragma"] = "no-cache"
+        return answer
 
 
 class CheckedAuthorizationHandler(AuthorizationHandler):

@@ -71,6 +71,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Select
 
+from airoi.auth import holder_refusal
 from airoi.db.engine import make_engine
 from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
 from airoi.settings import Settings
@@ -213,7 +214,7 @@ class Holder:
 
     user_id: int
     account_id: int
-    usable: bool  # not revoked, not expired, its user not removed
+    usable: bool  # not revoked, not expired, its user not removed and an Owner or Admin
     api_access: bool
 
 
@@ -224,6 +225,7 @@ def _holder_query() -> Select[Any]:
             tokens.c.revoked_at,
             users.c.id,
             users.c.removed_at,
+            users.c.role,
             accounts.c.id,
             accounts.c.api_access,
         )
@@ -236,8 +238,8 @@ def holder_of(conn: Connection, pat_hash: str, now: datetime) -> Holder | None:
     row = conn.execute(_holder_query().where(tokens.c.token_hash == pat_hash)).first()
     if row is None:
         return None
-    expires_at, revoked_at, user_id, removed_at, account_id, api_access = row
-    usable = revoked_at is None and (expires_at is None or expires_at > now) and removed_at is None
+    expires_at, revoked_at, user_id, removed_at, role, account_id, api_access = row
+    usable = holder_refusal(revoked_at, expires_at, removed_at, role, now) is None
     return Holder(user_id, account_id, usable, bool(api_access))
 
 

@@ -19,7 +19,7 @@ MCP_PATH = "/mcp"
 PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"
 AUTHORIZATION_SERVER_PATH = "/.well-known/oauth-authorization-server"
 _HOST = re.compile(r"([a-z0-9.-]{1,253}|\[[0-9a-f:.]{2,45}\])(:[0-9]{1,5})?")
-LOOPBACK = ("localhost", "127.0.0.1", "[::1]", "testserver")
+LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 
 
 def served_hosts(settings: Settings) -> frozenset[str]:

@@ -31,6 +31,8 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, WithJsonSchema, create_model
 
+from airoi.tools.summaries import neutralised
+
 STRICT = ConfigDict(extra="forbid", strict=True)
 
 # The line said before a result's JSON: made from the tool's returned result model.
@@ -62,7 +64,10 @@ class StrictFuncMetadata(FuncMetadata):
         )
         content = [TextContent(type="text", text=compact)]
         if self.summary is not None:
-            content.insert(0, TextContent(type="text", text=self.summary(result)))
+            # Stored text in the line is quoted by each summary; what else reaches it is
+            # neutralised here, so the line stays one line that reads as it is.
+            line = neutralised(self.summary(result))
+            content.insert(0, TextContent(type="text", text=line))
         return converted.model_copy(update={"content": content})
 
 

@@ -37,11 +37,13 @@ from airoi.auth import Principal
 from airoi.db.engine import close_or_discard
 from airoi.failures import log_discarded, log_failure
 from airoi.listing import MAX_ID, Cursors
+from airoi.oauth.urls import LOOPBACK
 from airoi.observability import RequestContext, request_context
 from airoi.settings import Settings
 from airoi.tools import search as search_module
 from airoi.tools import service
 from airoi.tools.arguments import argument_names, strict_tool
+from airoi.tools.completion import register_completion
 from airoi.tools.errors import ToolRefusal, validation_sentence
 from airoi.tools.models import (
     DecisionListResult,
@@ -577,12 +579,13 @@ def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
     # Help articles and the metric library as resources; the finance lead's prompts.
     register_resources(server)
     register_prompts(server, settings.current_date)
+    register_completion(server, settings.current_date)  # and logging/setLevel
     return server
 
 
 def _host_names(settings: Settings) -> list[str]:
     """Every host name the app is served under (CONVENTIONS: host checks need them all)."""
-    names = {"localhost", "127.0.0.1", "[::1]", "testserver", *settings.allowed_hosts}
+    names = {*LOOPBACK, *settings.allowed_hosts}
     app_host = urlsplit(settings.app_url).netloc.rpartition("@")[2]
     if app_host:
         names.add(app_host)

@@ -7,11 +7,40 @@ strings there). Each function takes the result model its tool returned.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 # Symbols written before the amount; any other currency is written as its code after it.
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "CAD": "CA$", "AUD": "A$"}
+
+
+# Characters a line shows escaped: controls (a new line would read as the tool's own next line),
+# format characters (the bidirectional overrides and isolates that reorder what is read, the
+# zero-width ones), separators of lines and paragraphs, and what is not a character at all.
+_HIDDEN: Final = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def _visible(char: str) -> str:
+    if unicodedata.category(char) not in _HIDDEN:
+        return char
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def neutralised(text: str) -> str:
+    """`text` with every control, format (bidirectional override, zero-width) and line
+    separating character written as its escape, so it reads as it is stored, on one line."""
+    return "".join(map(_visible, text))
+
+
+def quoted(text: str | None) -> str:
+    """Stored text as a summary line shows it: in quotes, neutralised, so a title reads as a
+    title and never as the tool's own words. The JSON beside the line keeps it exact."""
+    if text is None:
+        return "(none)"
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{neutralised(escaped)}"'
 
 
 def money(cents: int | None, currency: str | None) -> str:
@@ -41,7 +70,7 @@ def _more(has_more: bool) -> str:
 
 
 def roi_summary(r: Any) -> str:
-    scope = "portfolio" if r.scope.type == "portfolio" else f"initiative {r.scope.title!r}"
+    scope = "portfolio" if r.scope.type == "portfolio" else f"initiative {quoted(r.scope.title)}"
     c = r.currency
     return (
         f"ROI {r.period.label}, {scope}: approved value {money(r.approved_value_cents, c)}, "
@@ -73,7 +102,7 @@ def initiative_list(r: Any) -> str:
 def initiative_detail(r: Any) -> str:
     b = r.budget
     c = b.currency or r.business_case.currency
-    line = f"{r.title} ({r.stage})"
+    line = f"{quoted(r.title)} ({r.stage})"
     if not b.budgeted:
         return line + ": no approved budget."
     if b.status == "scheduled":  # SEMANTICS R25: every budget figure 0; the spend stands apart
@@ -90,7 +119,7 @@ def initiative_detail(r: Any) -> str:
 
 def search(r: Any) -> str:
     more = "; more matched than are shown" if r.has_more else ""
-    return f"{_count(len(r.results), 'hit')} for {r.query!r}{more}."
+    return f"{_count(len(r.results), 'hit')} for {quoted(r.query)}{more}."
 
 
 def integration_list(r: Any) -> str:
@@ -102,7 +131,7 @@ def integration_list(r: Any) -> str:
 
 
 def help_article(r: Any) -> str:
-    return f"Help article {r.title!r} ({r.slug})."
+    return f"Help article {quoted(r.title)} ({r.slug})."
 
 
 def platform_setup_guide(r: Any) -> str:
@@ -119,7 +148,7 @@ def decision_list(r: Any) -> str:
     line = f"{_count(len(r.decisions), 'decision')} on this page"
     if r.decisions:
         last = r.decisions[-1]
-        line += f"; the last: {last.outcome_label} on {last.subject_title!r}"
+        line += f"; the last: {last.outcome_label} on {quoted(last.subject_title)}"
         if last.net_cents is not None:
             line += f", net {money(last.net_cents, last.currency)} then"
     return line + _more(r.has_more) + "."
@@ -127,7 +156,8 @@ def decision_list(r: Any) -> str:
 
 def reading_list(r: Any) -> str:
     keys = sorted({row.metric_key for row in r.readings if row.metric_key})
-    of = f" of {', '.join(keys[:3])}{' and others' if len(keys) > 3 else ''}" if keys else ""
+    shown = ", ".join(quoted(key) for key in keys[:3])
+    of = f" of {shown}{' and others' if len(keys) > 3 else ''}" if keys else ""
     return f"{_count(len(r.readings), 'metric reading')}{of} on this page{_more(r.has_more)}."
 
 
