@@ -49,6 +49,7 @@ from airoi.api.common import (
     Int64SchemaPlugin,
     documented_headers,
 )
+from airoi.api.described import described
 from airoi.apidocs import ApiDocsPage, api_index, docs_router
 from airoi.auth import (
     INVALID_TOKEN,
@@ -426,7 +427,7 @@ def describe(app: Litestar) -> dict[str, Any]:
         operations = [value for value in item.values() if isinstance(value, dict)]
         for parameter in (p for operation in operations for p in operation.get("parameters", ())):
             parameter["schema"] = _without_null(parameter["schema"])
-    return document
+    return described(document)  # bounds, declared errors, tags (airoi.api.described)
 
 
 def _without_null(schema: dict[str, Any]) -> dict[str, Any]:

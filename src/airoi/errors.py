@@ -19,7 +19,9 @@ class ApiError(Exception):
 
 
 class ErrorDetail(msgspec.Struct, omit_defaults=True):
-    status: Annotated[int, msgspec.Meta(description="The HTTP status of the answer.")]
+    status: Annotated[
+        int, msgspec.Meta(ge=100, le=599, description="The HTTP status of the answer.")
+    ]
     message: Annotated[str, msgspec.Meta(description="One sentence saying what went wrong.")]
     # The X-Request-Id of the request, so a report can be matched to its log line.
     request_id: Annotated[
