@@ -32,6 +32,9 @@ SERVED_CAPABILITIES = {
     "prompts": {"listChanged": False},
     "resources": {"subscribe": False, "listChanged": False},
     "tools": {"listChanged": False},
+    # completion/complete for the prompts' arguments; logging/setLevel (tools/completion.py)
+    "completions": {},
+    "logging": {},
 }
 PROMPTS = {"monthly_roi_review", "initiatives_over_budget", "what_to_retire"}
 # How a prompt names a call: `tool` with `{json}`, <id> standing for an id from an answer.
