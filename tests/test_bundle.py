@@ -1505,15 +1505,15 @@ def test_a_vendor_name_resolves_case_insensitively_or_creates_a_vendor(engine: E
     ]
     report = loaded(engine, bundle)
     assert report.inserted["vendors"] == 5  # three given, two created
-    # Made from a name: ids from 10**15 up, out of the way of the bundle's own (below 2**53).
-    first, second = 10**15, 10**15 + 1
+    # Made from a name: ids from 10**15 up, out of the way of the bundle's own (below 2**53),
+    # drawn at random, so one account's tell nothing of another's.
+    created = rows(engine, tables.vendors, name="Kestrel Partners")
+    by_account = {v["account_id"]: v["id"] for v in created}
+    first, second = by_account[1], by_account[2]
+    assert all(10**15 <= made < 2**53 for made in (first, second)) and first != second
+    assert {(v["account_id"], v["created_at"]) for v in created} == {(1, NOW), (2, NOW)}
     vendor = {r["id"]: r["vendor_id"] for r in rows(engine, tables.cost_entries)}
     assert vendor == {17: 1, 18: 2, 19: 2, 20: first, 22: first, 23: second, 24: None}
-    created = rows(engine, tables.vendors, name="Kestrel Partners")
-    assert [(v["id"], v["account_id"], v["created_at"]) for v in created] == [
-        (first, 1, NOW),
-        (second, 2, NOW),
-    ]
     # The names as recorded are left alone.
     assert one(engine, tables.cost_entries, id=19)["vendor_name"] == "  ANTHROPIC "
     # Reloading resolves to the same vendors: nothing changes, nothing is created.
