@@ -64,3 +64,48 @@ def test_suggestions_start_with_what_was_typed() -> None:
     assert suggestions("min_overrun_percent", "1", TODAY) == ["10", "100"]
     assert suggestions("initiative_id", "", TODAY) is None
     assert months_up_to(date(2026, 2, 1), 3) == ["2026-02", "2026-01", "2025-12"]
+
+
+def test_initiative_ids_are_completed_by_title_within_the_account(
+    served: Served, world: World
+) -> None:
+    # Issue 46: completion/complete suggests initiative ids by title, for the token's account.
+    def asked(token: str, typed: str) -> list[str]:
+        async def work(client: Client) -> list[str]:
+            answer = await client.complete(
+                PromptReference(type="ref/prompt", name="initiative_review"),
+                {"name": "initiative_id", "value": typed},
+            )
+            return list(answer.completion.values)
+
+        return served.with_client(token, work)
+
+    # "Support triage", "Triage for invoices" (A's), by title, any case; ordered by title.
+    assert asked(world.token_a, "TRIAGE") == [str(world.ids["r"]), str(world.ids["r2"])]
+    # Another account's "Zebra forecasting" is never suggested to A, and is to B.
+    assert asked(world.token_a, "zebra") == []
+    assert asked(world.token_b, "zebra") != []
+    assert asked(world.token_b, "triage") == []
+    # An id's first digits find it too.
+    assert str(world.ids["q"]) in asked(world.token_a, str(world.ids["q"]))
+
+
+def test_the_initiative_review_prompt_names_its_calls(served: Served, world: World) -> None:
+    p = world.ids["p"]
+
+    async def work(client: Client) -> tuple[str, str, str]:
+        given = await client.get_prompt("initiative_review", {"initiative_id": str(p)})
+        asked = await client.get_prompt("initiative_review", {})
+        try:
+            await client.get_prompt("initiative_review", {"initiative_id": "Invoice capture"})
+        except Exception as refused:
+            said = str(refused)
+        else:
+            said = ""
+        return given.messages[0].content.text, asked.messages[0].content.text, said  # type: ignore[union-attr]
+
+    given, asked, said = served.with_client(world.token_a, work)
+    assert f'`get_initiative` with `{{"initiative_id": {p}}}`' in given
+    assert f'`list_decisions` with `{{"initiative_id": {p}}}`' in given
+    assert "Ask which initiative to review" in asked and "<id>" in asked
+    assert "must be an initiative's id" in said

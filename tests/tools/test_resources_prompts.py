@@ -36,7 +36,7 @@ SERVED_CAPABILITIES = {
     "completions": {},
     "logging": {},
 }
-PROMPTS = {"monthly_roi_review", "initiatives_over_budget", "what_to_retire"}
+PROMPTS = {"monthly_roi_review", "initiatives_over_budget", "what_to_retire", "initiative_review"}
 # How a prompt names a call: `tool` with `{json}`, <id> standing for an id from an answer.
 CALL = re.compile(r"`([a-z_]+)` with `(\{[^`]*\})`")
 UNKNOWN_RESOURCE = "No resource has that URI; resources/list names every one."
@@ -136,7 +136,7 @@ def test_every_advertised_method_answers(served: Served, world: World) -> None:
         "tools/list": len(TOOL_TEXTS),
         "resources/list": len(published()) + 1,
         "resources/templates/list": 0,
-        "prompts/list": 3,
+        "prompts/list": 4,
     }
     # Not advertised, and not answered: subscriptions (nothing here changes).
     subscribe = rpc(served, bearer(world.token_a), "resources/subscribe", {"uri": "airoi://x"})
@@ -252,6 +252,7 @@ def test_prompts_are_listed_with_their_optional_arguments(served: Served, world:
         "monthly_roi_review": [("month", False)],
         "initiatives_over_budget": [("min_overrun_percent", False)],
         "what_to_retire": [("window", False)],
+        "initiative_review": [("initiative_id", False)],
     }
     for prompt in prompts.values():
         assert prompt.title and prompt.description and len(prompt.description) > 60

@@ -6,6 +6,7 @@ and their arguments.
 | `monthly_roi_review` | `month`: YYYY-MM, default the last complete month |
 | `initiatives_over_budget` | `min_overrun_percent`: a whole number 0 to 1000, default 0 |
 | `what_to_retire` | `window`: 1yr (default), 3yr, 5yr or all |
+| `initiative_review` | `initiative_id`: an id (completion suggests them by title); default: ask |
 
 A prompt is written from the tools the server has when it is asked for: a step that needs a
 tool (`get_roi_breakdown`, `list_decisions`) or an argument (`cursor`) the server lacks
@@ -264,6 +265,37 @@ def what_to_retire(tools: Toolbox, window: str | None) -> str:
     )
 
 
+def initiative_review(tools: Toolbox, initiative_id: str | None) -> str:
+    if initiative_id is not None and not (initiative_id.isascii() and initiative_id.isdigit()):
+        raise _refused("The initiative_id must be an initiative's id, a whole number.")
+    chosen: Any = int(initiative_id) if initiative_id is not None else ID
+    steps = []
+    if initiative_id is None:
+        steps.append(
+            "Ask which initiative to review, or take it from what was said; "
+            f"{call('list_initiatives', {'limit': PAGE})} finds its id by title."
+        )
+    steps.append(
+        f"{call('get_initiative', {'initiative_id': chosen})}: its stage, its business case "
+        "(expected costs, savings and revenue uplift over its horizon) and its budget against "
+        "spend."
+    )
+    for window in ("1yr", "all"):
+        summary = call("get_roi_summary", {"initiative_id": chosen, "window": window})
+        steps.append(f"{summary} for its approved value, cost, net value and ROI.")
+    if tools.accepts("list_decisions", "initiative_id"):
+        steps.append(
+            f"{call('list_decisions', {'initiative_id': chosen})} for what was decided before."
+        )
+    return _numbered(
+        "Review one AI initiative for a finance lead with the airoi tools.",
+        steps,
+        "Say whether it delivers what its business case promised by now, whether it will end "
+        "the year within its budget, and recommend one of Continue, Scale, Fix, Pause or "
+        "Retire with the figures behind it.",
+    )
+
+
 def _numbered(opening: str, steps: list[str], closing: str) -> str:
     lines = [opening, ""]
     lines += [f"{number}. {step[0].upper()}{step[1:]}" for number, step in enumerate(steps, 1)]
@@ -286,6 +318,11 @@ PROMPT_TEXTS: Final[dict[str, tuple[str, str]]] = {
         "What to retire",
         "The active initiatives that cost more than they return, each with a recommendation "
         "(continue, scale, fix, pause or retire) and the figures behind it.",
+    ),
+    "initiative_review": (
+        "Initiative review",
+        "One initiative: its business case against what was approved and spent, its budget, "
+        "its ROI over the trailing year and all time, the decisions taken, and what to do next.",
     ),
 }
 
@@ -325,10 +362,24 @@ def register_prompts(server: MCPServer[Any], today: Callable[[], date]) -> None:
     ) -> str:
         return what_to_retire(await toolbox(), window)
 
+    async def one(
+        initiative_id: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "The initiative's id; completion suggests the ids of the account's "
+                    "initiatives whose title holds what was typed."
+                )
+            ),
+        ] = None,
+    ) -> str:
+        return initiative_review(await toolbox(), initiative_id)
+
     functions = {
         "monthly_roi_review": review,
         "initiatives_over_budget": over_budget,
         "what_to_retire": retire,
+        "initiative_review": one,
     }
     for name, (title, description) in PROMPT_TEXTS.items():
         server.prompt(name=name, title=title, description=description)(functions[name])

@@ -579,7 +579,7 @@ def create_mcp_server(engine: Engine, settings: Settings) -> AccountToolServer:
     # Help articles and the metric library as resources; the finance lead's prompts.
     register_resources(server)
     register_prompts(server, settings.current_date)
-    register_completion(server, settings.current_date)  # and logging/setLevel
+    register_completion(server, settings.current_date, engine)  # and logging/setLevel
     return server
 
 
