@@ -182,6 +182,7 @@ def test_a_target_past_8_kib_is_answered_414(served: tuple[int, str]) -> None:
     answer = request(port, get("/api/v1/initiatives?x=" + "9" * MAX_TARGET_BYTES, token))
     assert answer.status == 414
     assert answer.closed
+    assert answer.headers["x-content-type-options"] == "nosniff"  # refused before the app too
     answer.error()
 
 

@@ -98,6 +98,7 @@ def refusal(
         lines += [name, b": ", value, b"\r\n"]
     lines += [
         b"content-type: application/json\r\n",
+        b"x-content-type-options: nosniff\r\n",  # as every answer (airoi.response_headers)
         b"content-length: %d\r\n" % len(body),
         b"x-request-id: %s\r\n" % request_id.encode(),
         b"connection: close\r\n\r\n",
