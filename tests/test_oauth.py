@@ -992,7 +992,12 @@ def test_unauthenticated_oauth_posts_are_limited_per_address(db_url: str) -> Non
 def test_workers_share_the_oauth_budget_through_redis(db_url: str, redis_url: str) -> None:
     # Two app instances stand for two workers; AIROI_REDIS_URL joins their counts. A random
     # address: Redis outlives test runs.
-    settings = Settings(database_url=db_url, oauth_rate_limit="2/hour", redis_url=redis_url)
+    settings = Settings(
+        database_url=db_url,
+        oauth_rate_limit="2/hour",
+        redis_url=redis_url,
+        allowed_hosts=("testserver",),
+    )
     apps = [create_app(settings), create_app(settings)]
     address = f"2001:db8::{secrets.randbelow(65536):x}:{secrets.randbelow(65536):x}"
 

@@ -37,6 +37,7 @@ SERVER_PACKAGES = (
     "redis",
     "xxhash",
     "prometheus_client",
+    "cryptography",
 )
 SERVER_COMMANDS = {
     "serve": ["serve"],
