@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -72,9 +73,10 @@ def served(database_url: str, workers: int, **env: str) -> Iterator[str]:
 def _account(database_url: str) -> str:
     engine = make_engine(database_url)
     _empty(engine)
-    b = BundleBuilder()
+    # Ids and a secret of its own, so no count left in Redis by an earlier run applies: the
+    # budget is the person's (SEMANTICS R39), keyed by the user's id.
+    b = BundleBuilder(first_id=10**6 + secrets.randbelow(10**9))
     acct = b.account()
-    # A secret of its own, so no count left in Redis by an earlier run applies to it.
     token = b.token(b.user(acct), secret=f"airoi_{uuid.uuid4().hex}{uuid.uuid4().hex}")
     initiative = b.initiative(acct)
     for _ in range(600):
