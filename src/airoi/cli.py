@@ -35,8 +35,8 @@ from rich.progress import (
 from rich.table import Table
 
 from airoi import copy_commands, import_commands
-from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, MAX_LOAD_WAIT_SECONDS, Settings
-from airoi.terminal import SERVER_PACKAGES, err, out, require_extra, say
+from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, Settings
+from airoi.terminal import SERVER_PACKAGES, DatabaseUrl, LoadWait, err, out, require_extra, say
 
 app = typer.Typer(
     help="airoi: a read-only AI-ROI reporting service. Settings come from AIROI_* variables.",
@@ -75,14 +75,6 @@ def _options(
     pass
 
 
-DatabaseUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--database-url",
-        envvar="AIROI_DATABASE_URL",
-        help="Database URL (default sqlite:///airoi.db).",
-    ),
-]
 PROGRESS_MIN_BYTES = 2_000_000
 
 
@@ -156,15 +148,7 @@ def load(
             ),
         ),
     ] = False,
-    wait: Annotated[
-        float,
-        typer.Option(
-            "--wait",
-            min=0,
-            max=MAX_LOAD_WAIT_SECONDS,
-            help="Seconds to wait for another load of the same store to finish.",
-        ),
-    ] = DEFAULT_LOAD_WAIT_SECONDS,
+    wait: LoadWait = DEFAULT_LOAD_WAIT_SECONDS,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Validate FILE and upsert it in one transaction; print the counts of rows by outcome.

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, MAX_LOAD_WAIT_SECONDS
-from airoi.terminal import SERVER_PACKAGES, err, out, require_extra, say
+from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS
+from airoi.terminal import SERVER_PACKAGES, DatabaseUrl, LoadWait, err, out, require_extra, say
 
 if TYPE_CHECKING:
     from airoi.imports.costs import CostReport
@@ -95,28 +95,11 @@ ToDate = Annotated[
     ),
 ]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")]
-Wait = Annotated[
-    float,
-    typer.Option(
-        "--wait",
-        min=0,
-        max=MAX_LOAD_WAIT_SECONDS,
-        help="Seconds to wait for another load of the same store to finish.",
-    ),
-]
 Unmatched = Annotated[
     OnUnmatched,
     typer.Option(
         "--unmatched",
         help="Rows no rule takes: skip them (counted in the report) or fail the import.",
-    ),
-]
-DatabaseUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--database-url",
-        envvar="AIROI_DATABASE_URL",
-        help="Database URL (default sqlite:///airoi.db).",
     ),
 ]
 Files = Annotated[
@@ -356,7 +339,7 @@ def focus(
     from_: FromDate = None,
     to: ToDate = None,
     dry_run: DryRun = False,
-    wait: Wait = DEFAULT_LOAD_WAIT_SECONDS,
+    wait: LoadWait = DEFAULT_LOAD_WAIT_SECONDS,
     unmatched: Unmatched = OnUnmatched.skip,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -401,7 +384,7 @@ def _provider_command(name: str) -> None:
         from_: FromDate = None,
         to: ToDate = None,
         dry_run: DryRun = False,
-        wait: Wait = DEFAULT_LOAD_WAIT_SECONDS,
+        wait: LoadWait = DEFAULT_LOAD_WAIT_SECONDS,
         unmatched: Unmatched = OnUnmatched.skip,
         database_url: DatabaseUrl = None,
     ) -> None:
@@ -495,7 +478,7 @@ def table(
     ] = False,
     connection: Connection = None,
     dry_run: DryRun = False,
-    wait: Wait = DEFAULT_LOAD_WAIT_SECONDS,
+    wait: LoadWait = DEFAULT_LOAD_WAIT_SECONDS,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Import one record a row of KIND; columns are the bundle's field names.

@@ -18,6 +18,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from airoi.settings import MAX_LOAD_WAIT_SECONDS
+
 # A file or a pipe (cron's mail, a CI log) has no width to keep to: rich would lay tables out
 # in 80 columns and cut a figure to "299,966,85…". There they are laid out this wide, unless
 # COLUMNS says otherwise.
@@ -40,6 +42,24 @@ BaseUrl = Annotated[
     str, typer.Option("--base-url", envvar="AIROI_BASE_URL", help="The API's base URL.")
 ]
 BearerToken = Annotated[str, typer.Option("--token", envvar="AIROI_TOKEN", help="A bearer token.")]
+# The store, and the wait for another load of it, as every command that writes takes them.
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        envvar="AIROI_DATABASE_URL",
+        help="Database URL (default sqlite:///airoi.db).",
+    ),
+]
+LoadWait = Annotated[
+    float,
+    typer.Option(
+        "--wait",
+        min=0,
+        max=MAX_LOAD_WAIT_SECONDS,
+        help="Seconds to wait for another load of the same store to finish.",
+    ),
+]
 # Import names of the `server` extra's packages, and of the `pull` extra's.
 SERVER_PACKAGES = (
     "litestar",

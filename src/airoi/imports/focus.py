@@ -312,9 +312,7 @@ def _read_file(
         problems.at(path, place(index), None, f"cannot be read as FOCUS {shape} ({_reason(exc)})")
         return done + index
     groups.rows_read += index
-    _resolve(
-        path, raw, rules, amount_column, cost_type, plain_fields, dates, groups, problems, place
-    )
+    _resolve(path, raw, rules, cost_type, plain_fields, dates, groups, problems, place)
     return done + index
 
 
@@ -327,7 +325,6 @@ def _resolve(
     path: Path,
     raw: dict[tuple[Any, ...], list[Any]],
     rules: Rules,
-    amount_column: str,
     cost_type: str,
     plain_fields: list[str],
     dates: tuple[date | None, date | None],
@@ -343,20 +340,25 @@ def _resolve(
     tail += [name for name in rules.fields if name.startswith(TAG_PREFIX)]
     positions = [7 + tail.index(name) for name in rules.fields]
     moments: dict[Any, datetime | None] = {}
+
+    def instant(raw_value: Any) -> datetime | None:
+        """A start or end read once for every row that has it (BadCell says why not)."""
+        if raw_value not in moments:
+            moments[raw_value] = cells.instant(raw_value)
+        return moments[raw_value]
+
     rules_taking: dict[tuple[Any, ...], Any] = {}  # what the rules look at -> the rule
     low, high = dates
     for key, (amount, rows, first) in raw.items():
         start_raw, end_raw, currency_raw, frequency, provider, service, billing = key[:7]
         line = place(first)
         try:
-            start = moments[start_raw] if start_raw in moments else cells.instant(start_raw)
-            moments[start_raw] = start
+            start = instant(start_raw)
         except BadCell as exc:
             problems.at(path, line, START, str(exc))
             continue
         try:
-            end = moments[end_raw] if end_raw in moments else cells.instant(end_raw)
-            moments[end_raw] = end
+            end = instant(end_raw)
         except BadCell as exc:
             problems.at(path, line, END, str(exc))
             continue

@@ -20,7 +20,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, Table, and_, select
 
 from airoi.db import tables
-from airoi.load.batches import chunks
+from airoi.load.batches import chunks, ids_to_accounts
 from airoi.load.kinds import Kind
 from airoi.load.records import Problems, Rec, shown_name
 
@@ -69,7 +69,8 @@ class SourceKeys:
         found = self._stored(kind, {key for key in keys.values() if key is not None})
         seen = self.seen.setdefault(kind.key, {})
         ids = self.ids.setdefault(kind.key, {})
-        fresh = iter(self._fresh(kind, sum(1 for key in keys.values() if key not in found)))
+        new = {key for key in keys.values() if key is not None and key not in found}
+        fresh = iter(self._fresh(kind, len(new)))
         ready: list[Rec] = []
         for pos, rec in waiting:
             key = keys[pos]
@@ -102,11 +103,7 @@ class SourceKeys:
             and rec.given_account is None
             and rec.row.get("initiative_id") is not None
         }
-        accounts: dict[int, int] = {}
-        table = tables.initiatives
-        for batch in chunks(sorted(initiatives)):
-            query = select(table.c.id, table.c.account_id).where(table.c.id.in_(batch))
-            accounts.update({row.id: row.account_id for row in self.conn.execute(query)})
+        accounts = ids_to_accounts(self.conn, tables.initiatives, initiatives)
         keys: dict[int, Key | None] = {}
         for pos, rec in waiting:
             row = rec.row
