@@ -53,9 +53,9 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
 )
 
-from airoi.api.roi import compute_roi
 from airoi.auth import Principal, authenticate
 from airoi.db.engine import make_engine
+from airoi.reports.roi import compute_roi
 from airoi.settings import Settings
 from airoi.tools import search as search_module
 from airoi.tools.service import Pages

@@ -31,7 +31,6 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from airoi.api.cost_entries import COST_ENTRIES, CostEntryList
 from airoi.auth import authenticate, authorization_of, bearer_secret
 from airoi.conditional import entity_tag
 from airoi.db.engine import make_engine
@@ -40,6 +39,7 @@ from airoi.listing import MAX_LIMIT, Cursors, served_rows
 from airoi.logs import configure_logging
 from airoi.observability import Metrics, log_access, loggable_path
 from airoi.ratelimit import RateLimiter
+from airoi.reports.cost_entries import COST_ENTRIES, CostEntryList
 from airoi.settings import Settings
 from airoi.tokens import hash_token
 from bench.make_bundle import ACCOUNT_ID

@@ -22,13 +22,13 @@ from litestar.testing import TestClient
 from sqlalchemy import Boolean, Date, Engine, Float, Integer, String, create_engine, literal, select
 from sqlalchemy.dialects import sqlite
 
-from airoi.api.cost_entries import COST_ENTRIES, COST_ENTRY, CostEntryList
-from airoi.api.deletions import DELETION, DELETIONS, DeletionList
-from airoi.api.observations import OBSERVATION
-from airoi.api.value_entries import VALUE_ENTRY
 from airoi.db.migrate import upgrade
 from airoi.listing import Cursors, EncodedPage, Page, ShapedList
 from airoi.load import load_bundle
+from airoi.reports.cost_entries import COST_ENTRIES, COST_ENTRY, CostEntryList
+from airoi.reports.deletions import DELETION, DELETIONS, DeletionList
+from airoi.reports.observations import OBSERVATION
+from airoi.reports.value_entries import VALUE_ENTRY
 from airoi.rows import Shape
 from airoi.settings import Settings
 from tests.conftest import bearer

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from airoi.api.cost_entries import COST_ENTRIES
 from airoi.db.engine import make_engine
 from airoi.db.tables import cost_entries
 from airoi.listing import Cursors
+from airoi.reports.cost_entries import COST_ENTRIES
 from tests.factories import BundleBuilder
 
 ROWS = 1_200

@@ -107,10 +107,10 @@ def test_shaped_lists_read_the_keyset_from_the_served_columns_where_it_is_stored
     # (the walks themselves: test_lists, SEMANTICS R13).
     from sqlalchemy.dialects import postgresql, sqlite
 
-    from airoi.api.cost_entries import COST_ENTRIES, COST_ENTRY
-    from airoi.api.observations import OBSERVATION, OBSERVATIONS
-    from airoi.api.value_entries import VALUE_ENTRIES, VALUE_ENTRY
     from airoi.listing import AFTER_LATER_STAMP, AFTER_ROW, AFTER_SAME_STAMP, FROM_START
+    from airoi.reports.cost_entries import COST_ENTRIES, COST_ENTRY
+    from airoi.reports.observations import OBSERVATION, OBSERVATIONS
+    from airoi.reports.value_entries import VALUE_ENTRIES, VALUE_ENTRY
 
     for query, shape in (
         (COST_ENTRIES, COST_ENTRY),

@@ -20,18 +20,18 @@ import msgspec
 import pytest
 from pydantic import BaseModel
 
-from airoi.api.budgets import FIGURES as BUDGET_FIGURES
-from airoi.api.budgets import BudgetList, BudgetRow, CurrentVersion
-from airoi.api.common import Person, Source
-from airoi.api.cost_entries import CostEntry, CostEntryList
-from airoi.api.decisions import Decision, DecisionList
-from airoi.api.initiatives import Initiative, InitiativeList
-from airoi.api.integrations import Integration, IntegrationList
-from airoi.api.metrics import Metric, MetricList
-from airoi.api.observations import Observation, ObservationList
-from airoi.api.roi import RoiSummary
-from airoi.api.value_entries import ValueEntry
 from airoi.client.frames import NULL_OBJECTS, NULL_OBJECTS_OF, kind_of
+from airoi.reports.budgets import FIGURES as BUDGET_FIGURES
+from airoi.reports.budgets import BudgetList, BudgetRow, CurrentVersion
+from airoi.reports.cost_entries import CostEntry, CostEntryList
+from airoi.reports.decisions import Decision, DecisionList
+from airoi.reports.fields import Person, Source
+from airoi.reports.initiatives import Initiative, InitiativeList
+from airoi.reports.integrations import Integration, IntegrationList
+from airoi.reports.metrics import Metric, MetricList
+from airoi.reports.observations import Observation, ObservationList
+from airoi.reports.roi import RoiSummary
+from airoi.reports.value_entries import ValueEntry
 from airoi.tools import models as tool_models
 
 SPEC_FIELDS = Path(__file__).with_name("spec_fields.md")

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from airoi.api.common import Cents, note
+from airoi.reports.fields import Cents, note
 from airoi.tools.derive import derived
 
 

@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
-from airoi.api.breakdown import BreakdownRow
-from airoi.api.budgets import BudgetRow, CurrentVersion
-from airoi.api.common import Person, Source
-from airoi.api.cost_entries import CostEntry
-from airoi.api.decisions import Decision
-from airoi.api.initiatives import Initiative
-from airoi.api.integrations import Integration
-from airoi.api.observations import Observation
-from airoi.api.roi import RoiCost as RoiCostRow
-from airoi.api.roi import RoiSummary as RoiSummaryRow
-from airoi.api.value_entries import ValueEntry
+from airoi.reports.breakdown import BreakdownRow
+from airoi.reports.budgets import BudgetRow, CurrentVersion
+from airoi.reports.cost_entries import CostEntry
+from airoi.reports.decisions import Decision
+from airoi.reports.fields import Person, Source
+from airoi.reports.initiatives import Initiative
+from airoi.reports.integrations import Integration
+from airoi.reports.observations import Observation
+from airoi.reports.roi import RoiCost as RoiCostRow
+from airoi.reports.roi import RoiSummary as RoiSummaryRow
+from airoi.reports.value_entries import ValueEntry
 from airoi.tools.derive import derived
 from airoi.vocabulary import BreakdownBy, Window
 

@@ -16,15 +16,15 @@ import msgspec
 from sqlalchemy import Connection
 
 from airoi import catalog
-from airoi.api.breakdown import breakdown_page
-from airoi.api.budgets import compute_budget_rows
-from airoi.api.decisions import DECISIONS, build_decision
-from airoi.api.observations import OBSERVATIONS
-from airoi.api.roi import compute_roi
 from airoi.auth import Principal
 from airoi.errors import ApiError
 from airoi.finance.roi import roi_percent
 from airoi.listing import NOT_ISSUED, CursorCodec, Cursors, Position
+from airoi.reports.breakdown import breakdown_page
+from airoi.reports.budgets import compute_budget_rows
+from airoi.reports.decisions import DECISIONS, build_decision
+from airoi.reports.observations import OBSERVATIONS
+from airoi.reports.roi import compute_roi
 from airoi.timeutil import format_datetime
 from airoi.tools import repository
 from airoi.tools.errors import ToolRefusal
