@@ -36,10 +36,10 @@ from typing import Any
 from sqlalchemy import delete
 
 from airoi.auth import Principal, authenticate
+from airoi.catalog import Pages
 from airoi.db import search_index, tables
 from airoi.db.engine import make_engine
-from airoi.tools import search as new_search
-from airoi.tools.service import Pages
+from airoi.reports import search as new_search
 from bench.common import WARM_UP, load, scratch_databases, timed_interleaved
 from bench.make_bundle import BENCH_TOKEN
 from bench.tools import search_title, write_search_bundle

@@ -54,11 +54,11 @@ from mcp_types import (
 )
 
 from airoi.auth import Principal, authenticate
+from airoi.catalog import Pages
 from airoi.db.engine import make_engine
+from airoi.reports import search as search_module
 from airoi.reports.roi import compute_roi
 from airoi.settings import Settings
-from airoi.tools import search as search_module
-from airoi.tools.service import Pages
 from bench.common import WARM_UP, load, ok, scratch_databases, serving, summary, timed_interleaved
 from bench.make_bundle import ACCOUNT_ID, BENCH_TOKEN, OWNER_ID, _write_array, write_bundle
 

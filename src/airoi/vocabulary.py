@@ -5,7 +5,7 @@ and the loader takes its allowed values from them (load/kinds.py: `get_args(Stag
 value added to SPEC is added here and nowhere else.
 """
 
-from typing import Literal
+from typing import Literal, get_args
 
 Stage = Literal[
     "identified",
@@ -39,3 +39,20 @@ ServedList = Literal[
 Window = Literal["1yr", "3yr", "5yr", "all"]
 # SEMANTICS R37: what GET /roi/breakdown splits by.
 BreakdownBy = Literal["initiative", "month", "quarter", "cost_type", "vendor"]
+
+# What the search tool finds (SPEC 4.B), in the order its hits of one rank are listed.
+SearchKind = Literal[
+    "initiative",
+    "page",
+    "metric",
+    "connection",
+    "platform",
+    "vendor",
+    "person",
+    "template",
+    "help_article",
+    "assessment",
+]
+SEARCH_KINDS: tuple[SearchKind, ...] = get_args(SearchKind)
+# An initiative's stage rolled up, as the tools report it (SEMANTICS R26).
+RolledUpStatus = Literal["not_started", "active", "completed", "inactive"]

@@ -165,7 +165,9 @@ def test_has_working_connection_is_an_active_one_needing_no_reconnecting(
     from types import SimpleNamespace
 
     from airoi.auth import Principal
-    from airoi.tools import repository, service
+    from airoi.catalog import Pages
+    from airoi.reports import lookups
+    from airoi.tools import service
 
     rows = [
         SimpleNamespace(
@@ -173,12 +175,12 @@ def test_has_working_connection_is_an_active_one_needing_no_reconnecting(
         )
         for i, (status, reauth) in enumerate(connections)
     ]
-    monkeypatch.setattr(repository, "list_integrations", lambda *a, **k: (rows, len(rows)))
+    monkeypatch.setattr(lookups, "list_integrations", lambda *a, **k: (rows, len(rows)))
     guide = service.platform_setup_guide(
         None,  # type: ignore[arg-type]
         cast(Principal, None),
         platform="openai",
-        pages=service.Pages(APP_URL),
+        pages=Pages(APP_URL),
     )
     assert (guide.connected, guide.has_connection, guide.has_working_connection) == (
         has,

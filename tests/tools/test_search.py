@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from airoi.tools.errors import ToolRefusal
-from airoi.tools.search import MAX_RESULTS, normalise
+from airoi.reports.search import MAX_RESULTS, QueryRefused, normalise
 from tests.factories import BundleBuilder
 from tests.tools.conftest import APP_URL, Served, as_json
 from tests.tools.world import A_MARKERS, B_MARKER, EMAILS, World
@@ -169,7 +168,7 @@ def test_a_query_with_a_control_character_is_refused(
 
 
 def test_a_lone_surrogate_is_not_text_to_search_for() -> None:
-    with pytest.raises(ToolRefusal, match="control characters"):
+    with pytest.raises(QueryRefused, match="control characters"):
         normalise("ab\ud800")
 
 

@@ -399,3 +399,18 @@ def page_path(key: str, /, **params: str) -> str:
             problems.append(f"unexpected {', '.join(sorted(extra))}")
         raise ValueError(f"page {key!r} ({page.path}): {'; '.join(problems)}")
     return _PLACEHOLDER.sub(lambda m: quote(str(params[m.group(1)]), safe=""), page.path)
+
+
+@dataclass(frozen=True)
+class Pages:
+    """Absolute application URLs: AIROI_APP_URL plus a catalog page path."""
+
+    app_url: str
+
+    def url(self, page: str, /, **params: Any) -> str | None:
+        """None when the catalog has no such page (a missing page is not an error)."""
+        try:
+            path = page_path(page, **{k: str(v) for k, v in params.items()})
+        except (KeyError, ValueError):
+            return None
+        return self.app_url.rstrip("/") + path

@@ -24,7 +24,7 @@ from airoi.reports.fields import (
     text_datetime,
 )
 from airoi.rows import Row
-from airoi.vocabulary import Stage
+from airoi.vocabulary import RolledUpStatus, Stage
 
 
 class Initiative(Row):
@@ -128,3 +128,22 @@ def initiative_of(db: Connection, account_id: int, initiative_id: int) -> Initia
         )
     ).first()
     return None if row is None else build_initiative(row)
+
+
+# SEMANTICS R26: the stages each rolled-up status stands for.
+STATUS_STAGES: dict[str, tuple[str, ...]] = {
+    "not_started": ("identified", "reviewing"),
+    "active": ("implementing", "live"),
+    "completed": ("completed",),
+    "inactive": ("paused", "rejected", "dismissed"),
+}
+STAGE_STATUS: dict[str, RolledUpStatus] = {
+    stage: status  # type: ignore[misc]
+    for status, stages in STATUS_STAGES.items()
+    for stage in stages
+}
+
+
+def rolled_up(stage: str) -> RolledUpStatus:
+    """SEMANTICS R26: the status a stage rolls up to."""
+    return STAGE_STATUS[stage]

@@ -12,7 +12,7 @@ bounded; `total` says how many there were, so a cut list is never mistaken for t
 from __future__ import annotations
 
 from datetime import date
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
@@ -29,22 +29,7 @@ from airoi.reports.roi import RoiCost as RoiCostRow
 from airoi.reports.roi import RoiSummary as RoiSummaryRow
 from airoi.reports.value_entries import ValueEntry
 from airoi.tools.derive import derived
-from airoi.vocabulary import BreakdownBy, Window
-
-RolledUpStatus = Literal["not_started", "active", "completed", "inactive"]
-SearchKind = Literal[
-    "initiative",
-    "page",
-    "metric",
-    "connection",
-    "platform",
-    "vendor",
-    "person",
-    "template",
-    "help_article",
-    "assessment",
-]
-SEARCH_KINDS: tuple[SearchKind, ...] = get_args(SearchKind)
+from airoi.vocabulary import BreakdownBy, RolledUpStatus, SearchKind, Window
 
 
 class Result(BaseModel):

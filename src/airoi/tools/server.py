@@ -34,13 +34,13 @@ from sqlalchemy import Connection, Engine
 
 from airoi import __version__
 from airoi.auth import Principal
+from airoi.catalog import Pages
 from airoi.db.engine import close_or_discard
 from airoi.failures import log_discarded, log_failure
 from airoi.listing import MAX_ID, Cursors
 from airoi.oauth.urls import LOOPBACK
 from airoi.observability import RequestContext, request_context
 from airoi.settings import Settings
-from airoi.tools import search as search_module
 from airoi.tools import service
 from airoi.tools.arguments import argument_names, strict_tool
 from airoi.tools.completion import register_completion
@@ -55,15 +55,13 @@ from airoi.tools.models import (
     ReadingListResult,
     RoiBreakdown,
     RoiSummary,
-    RolledUpStatus,
-    SearchKind,
     SearchResult,
 )
 from airoi.tools.prompts import PromptServing, register_prompts
 from airoi.tools.protocol_errors import FixedTransportErrors, UnavailableAs503
 from airoi.tools.resources import ResourceReading, register_resources
 from airoi.tools.summaries import SUMMARIES
-from airoi.vocabulary import BreakdownBy, Outcome, Window
+from airoi.vocabulary import SEARCH_KINDS, BreakdownBy, Outcome, RolledUpStatus, SearchKind, Window
 
 MCP_PATH = "/mcp"
 # SEMANTICS R30: the methods /mcp answers. Stateless, the SDK gives no session to end
@@ -203,7 +201,7 @@ class AccountTools:
     def __init__(self, engine: Engine, settings: Settings) -> None:
         self.engine = engine
         self.settings = settings
-        self.pages = service.Pages(settings.app_url)
+        self.pages = Pages(settings.app_url)
         self.cursors = Cursors(settings.secret_key)
 
     def today(self) -> date:
@@ -325,14 +323,14 @@ class AccountTools:
             list[SearchKind] | None,
             Field(
                 min_length=1,
-                max_length=len(search_module.ALL_KINDS),
+                max_length=len(SEARCH_KINDS),
                 description="Only these kinds of result, at least one; omit for every kind.",
             ),
         ] = None,
     ) -> SearchResult:
         principal = principal_of(ctx)
         with self.reading(ctx) as db:
-            return search_module.search(db, principal, query=query, kinds=types, pages=self.pages)
+            return service.search(db, principal, query=query, kinds=types, pages=self.pages)
 
     def list_integrations(
         self,

@@ -8,7 +8,6 @@ sentence (SEMANTICS R27).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -17,16 +16,19 @@ from sqlalchemy import Connection
 
 from airoi import catalog
 from airoi.auth import Principal
+from airoi.catalog import Pages
 from airoi.errors import ApiError
 from airoi.finance.roi import roi_percent
 from airoi.listing import NOT_ISSUED, CursorCodec, Cursors, Position
+from airoi.reports import lookups
+from airoi.reports import search as searching
 from airoi.reports.breakdown import breakdown_page
 from airoi.reports.budgets import compute_budget_rows
 from airoi.reports.decisions import DECISIONS, build_decision
+from airoi.reports.initiatives import STATUS_STAGES, rolled_up
 from airoi.reports.observations import OBSERVATIONS
 from airoi.reports.roi import compute_roi
 from airoi.timeutil import format_datetime
-from airoi.tools import repository
 from airoi.tools.errors import ToolRefusal
 from airoi.tools.models import (
     Budget,
@@ -51,23 +53,11 @@ from airoi.tools.models import (
     RoiPeriod,
     RoiScope,
     RoiSummary,
-    RolledUpStatus,
+    SearchHit,
+    SearchResult,
     ValueItem,
 )
-from airoi.vocabulary import BreakdownBy
-
-# SEMANTICS R26: the stages each rolled-up status stands for.
-STATUS_STAGES: dict[str, tuple[str, ...]] = {
-    "not_started": ("identified", "reviewing"),
-    "active": ("implementing", "live"),
-    "completed": ("completed",),
-    "inactive": ("paused", "rejected", "dismissed"),
-}
-STAGE_STATUS: dict[str, RolledUpStatus] = {
-    stage: status  # type: ignore[misc]
-    for status, stages in STATUS_STAGES.items()
-    for stage in stages
-}
+from airoi.vocabulary import BreakdownBy, SearchKind
 
 RECENT_ENTRIES = 10
 MAX_CONNECTIONS_SHOWN = 20
@@ -78,25 +68,6 @@ MAX_CURSOR = 1000  # an integrations cursor carries a platform name of up to 100
 CURSOR_NOT_ISSUED = (
     "The cursor is not one this tool issued; pass the next_cursor of a previous call unchanged."
 )
-
-
-@dataclass(frozen=True)
-class Pages:
-    """Absolute application URLs: AIROI_APP_URL plus a catalog page path."""
-
-    app_url: str
-
-    def url(self, page: str, /, **params: Any) -> str | None:
-        """None when the catalog has no such page (a missing page is not an error)."""
-        try:
-            path = catalog.page_path(page, **{k: str(v) for k, v in params.items()})
-        except (KeyError, ValueError):
-            return None
-        return self.app_url.rstrip("/") + path
-
-
-def rolled_up(stage: str) -> RolledUpStatus:
-    return STAGE_STATUS[stage]
 
 
 def _no_initiative(initiative_id: int) -> ToolRefusal:
@@ -169,11 +140,11 @@ def initiative_list(
         except ApiError as exc:
             raise refused_as_tool(exc) from None
         before = (position.updated_at, position.id)
-    if owner_id is not None and not repository.person_exists(db, principal, owner_id):
+    if owner_id is not None and not lookups.person_exists(db, principal, owner_id):
         raise _no_person(owner_id)
     stages = STATUS_STAGES[status] if status is not None else None
-    rows = repository.list_initiatives(db, principal, stages, limit + 1, owner_id, before)
-    total = repository.count_initiatives(db, principal, stages, owner_id)
+    rows = lookups.list_initiatives(db, principal, stages, limit + 1, owner_id, before)
+    total = lookups.count_initiatives(db, principal, stages, owner_id)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = (
@@ -208,7 +179,7 @@ def roi_breakdown(
     today: date,
 ) -> RoiBreakdown:
     """GET /roi/breakdown's page for the same arguments, by the same code (SEMANTICS R37)."""
-    if vendor_id is not None and not repository.vendor_exists(db, principal, vendor_id):
+    if vendor_id is not None and not lookups.vendor_exists(db, principal, vendor_id):
         raise ToolRefusal(f"No vendor with id {vendor_id} in this account.")
     try:
         page = breakdown_page(
@@ -317,14 +288,14 @@ def _refused(exc: ApiError, initiative_id: int | None) -> Exception:
 def initiative_detail(
     db: Connection, principal: Principal, *, initiative_id: int, today: date, pages: Pages
 ) -> InitiativeDetail:
-    row = repository.initiative(db, principal, initiative_id)
+    row = lookups.initiative(db, principal, initiative_id)
     if row is None:
         raise _no_initiative(initiative_id)
     currency = row.currency or principal.account_currency
     (budget_row,) = compute_budget_rows(db, principal, [row], today)
-    costs, cost_count = repository.recent_costs(db, principal, initiative_id, RECENT_ENTRIES)
-    values, value_count = repository.recent_values(db, principal, initiative_id, RECENT_ENTRIES)
-    notes, note_count = repository.recent_notes(db, principal, initiative_id, RECENT_ENTRIES)
+    costs, cost_count = lookups.recent_costs(db, principal, initiative_id, RECENT_ENTRIES)
+    values, value_count = lookups.recent_values(db, principal, initiative_id, RECENT_ENTRIES)
+    notes, note_count = lookups.recent_notes(db, principal, initiative_id, RECENT_ENTRIES)
     return InitiativeDetail(
         id=row.id,
         title=row.title,
@@ -408,7 +379,7 @@ def integration_list(
 ) -> IntegrationListResult:
     codec = cursors.codec(db)
     after = None if cursor is None else _integrations_after(codec, cursor, principal)
-    rows, total = repository.list_integrations(db, principal, limit + 1, after=after)
+    rows, total = lookups.list_integrations(db, principal, limit + 1, after=after)
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = None
@@ -468,7 +439,7 @@ def platform_setup_guide(
             f"No platform is named {platform.strip()[:80]!r}; search with types "
             "['platform', 'connection'] to find its name."
         )
-    rows, _ = repository.list_integrations(
+    rows, _ = lookups.list_integrations(
         db, principal, MAX_CONNECTIONS_SHOWN, platforms=_platform_names(entry)
     )
     return PlatformSetupGuide(
@@ -505,3 +476,23 @@ def platform_setup_guide(
 def _platform_names(entry: catalog.Platform) -> Sequence[str]:
     """A connection names its platform by the catalog key (or, loosely, by its name)."""
     return (entry.key, entry.name)
+
+
+def search(
+    db: Connection,
+    principal: Principal,
+    *,
+    query: str,
+    kinds: Sequence[SearchKind] | None,
+    pages: Pages,
+) -> SearchResult:
+    """The search tool's answer (airoi.reports.search); a query it cannot search is refused."""
+    try:
+        found = searching.search(db, principal, query=query, kinds=kinds, pages=pages)
+    except searching.QueryRefused as exc:
+        raise ToolRefusal(str(exc)) from None
+    return SearchResult(
+        query=found.query,
+        results=[SearchHit(**vars(hit)) for hit in found.results],
+        has_more=found.has_more,
+    )

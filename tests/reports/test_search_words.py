@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, inspect, select
 
 from airoi.auth import Principal
+from airoi.catalog import Pages
 from airoi.db import tables
 from airoi.db.migrate import alembic_config, upgrade
-from airoi.tools.search import MAX_RESULTS, distance, search
-from airoi.tools.service import Pages
+from airoi.reports.search import MAX_RESULTS, distance, search
 from tests.conftest import _empty
 from tests.factories import BundleBuilder
 

@@ -1,4 +1,4 @@
-"""The search tool: one query over every kind SPEC 4.B names, ranked and capped.
+"""Search: one query over every kind SPEC 4.B names, ranked and capped (the search tool's).
 
 Matching (issue 23): the query and every text searched are folded alike (accents removed,
 case folded: "tomas" finds "Tomás"), the query is split into words, and a hit holds every
@@ -42,12 +42,12 @@ from sqlalchemy import (
 
 from airoi import catalog
 from airoi.auth import Principal
+from airoi.catalog import Pages
 from airoi.db import tables
 from airoi.db.search_index import FTS_TABLE, fold, tokens
-from airoi.tools import repository
-from airoi.tools.errors import ToolRefusal
-from airoi.tools.models import SEARCH_KINDS, SearchHit, SearchKind, SearchResult
-from airoi.tools.service import Pages, rolled_up
+from airoi.reports import lookups
+from airoi.reports.initiatives import rolled_up
+from airoi.vocabulary import SEARCH_KINDS, SearchKind
 
 ALL_KINDS = SEARCH_KINDS
 MAX_RESULTS = 25
@@ -73,6 +73,31 @@ _NOT_TEXT = frozenset({"Cc", "Cs"})  # control characters and lone surrogates
 _folded = functools.lru_cache(maxsize=8192)(fold)  # catalog texts, folded once
 
 
+class QueryRefused(ValueError):
+    """A query that cannot be searched; its message is one sentence saying why (SEMANTICS R27)."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """One hit: a record of the account (its id) or shipped content (its catalog key)."""
+
+    kind: SearchKind
+    id: int | None
+    key: str | None
+    title: str
+    snippet: str
+    url: str | None
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The hits of one query, best first, at most MAX_RESULTS of them."""
+
+    query: str
+    results: list[Found]
+    has_more: bool
+
+
 @dataclass(frozen=True)
 class Query:
     """The folded query and its distinct words, in order."""
@@ -87,7 +112,7 @@ class _Ranked:
     kind_order: int
     title: str
     id: int  # a record's id, 0 for catalog content: equal titles of one kind in id order
-    hit: SearchHit = field(compare=False)
+    hit: Found = field(compare=False)
 
 
 def one_line(text: str | None, limit: int = SNIPPET_LENGTH) -> str:
@@ -106,10 +131,10 @@ def normalise(query: str) -> str:
     """
     trimmed = " ".join(query.split())
     if any(unicodedata.category(character) in _NOT_TEXT for character in trimmed):
-        raise ToolRefusal("The query must be plain text without control characters.")
+        raise QueryRefused("The query must be plain text without control characters.")
     folded = fold(trimmed)
     if len(trimmed) < MIN_QUERY or len(folded) < MIN_QUERY:
-        raise ToolRefusal(f"The query must be at least {MIN_QUERY} characters long.")
+        raise QueryRefused(f"The query must be at least {MIN_QUERY} characters long.")
     return folded
 
 
@@ -215,7 +240,7 @@ class _Collector:
         key: str | None = None,
         url: str | None = None,
     ) -> None:
-        hit = SearchHit(kind=kind, id=id, key=key, title=title, snippet=one_line(snippet), url=url)
+        hit = Found(kind=kind, id=id, key=key, title=title, snippet=one_line(snippet), url=url)
         self.ranked.append(_Ranked(rank, _KIND_ORDER[kind], _folded(title), id or 0, hit))
 
 
@@ -226,7 +251,7 @@ def search(
     query: str,
     kinds: Sequence[SearchKind] | None,
     pages: Pages,
-) -> SearchResult:
+) -> Findings:
     parsed = parse(query)
     wanted = set(kinds) if kinds else set(ALL_KINDS)
     found = _Collector()
@@ -256,7 +281,7 @@ def search(
     if "help_article" in wanted:
         _help(found, parsed, pages)
     ranked = sorted(found.ranked)
-    return SearchResult(
+    return Findings(
         query=query,
         results=[r.hit for r in ranked[:MAX_RESULTS]],
         has_more=len(ranked) > MAX_RESULTS,
@@ -435,9 +460,7 @@ def _records(
     if ranks := grouped.get("connection"):
         i = tables.integrations
         rows = db.execute(
-            select(*repository.INTEGRATION_COLUMNS).where(
-                i.c.account_id == account, i.c.id.in_(ranks)
-            )
+            select(*lookups.INTEGRATION_COLUMNS).where(i.c.account_id == account, i.c.id.in_(ranks))
         )
         for row in rows:
             synced = "never synced" if row.last_synced_at is None else "last synced"
@@ -530,7 +553,7 @@ def _platforms(
 ) -> None:
     """Catalog platforms this account has not connected yet; by name or key, a typing
     mistake allowed."""
-    connected = repository.connected_platforms(db, principal)
+    connected = lookups.connected_platforms(db, principal)
     for platform in catalog.platforms():
         if platform.key.lower() in connected or platform.name.lower() in connected:
             continue
