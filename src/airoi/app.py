@@ -76,7 +76,7 @@ from airoi.failures import (
 from airoi.health import healthz, readyz
 from airoi.listing import Cursors
 from airoi.logs import configure_logging
-from airoi.oauth import OAuthRoutes, authenticate_mcp, base_url, challenge, resource_of
+from airoi.oauth import OAuthRoutes, base_url, challenge, resource_of
 from airoi.observability import (
     Metrics,
     RequestContext,
@@ -245,9 +245,14 @@ def _look_up(
     by `cache`), which is checked out either way and kept for the handler when `keep` (and
     returned otherwise)."""
     try:
-        if mcp:
-            return authenticate_mcp(context.hold(engine), authorization, resource)
-        return authenticate(context.hold(engine), authorization, cache=cache)
+        # /mcp also takes an OAuth access token, and reads every token's row afresh.
+        return authenticate(
+            context.hold(engine),
+            authorization,
+            cache=None if mcp else cache,
+            takes_oauth=mcp,
+            oauth_resource=resource,
+        )
     finally:
         if not keep:
             context.release()

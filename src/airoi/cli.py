@@ -250,9 +250,9 @@ def demo(
 ) -> None:
     """Create or refresh the demo account, issue a token, print the URLs and the token."""
     _require_server("demo")
-    from airoi.auth import issue_token
     from airoi.demo import DEMO_OWNER_USER_ID, DemoRefused, build_demo_bundle, load_demo
     from airoi.load import BundleError, LoadBusy
+    from airoi.tokens import issue_token
 
     settings = _settings(database_url)
     if serve_after:
@@ -307,7 +307,7 @@ def token_issue(
 ) -> None:
     """Print a new token for USER (an Owner or Admin); shown once, stored only as a hash."""
     _require_server("token issue")
-    from airoi.auth import TokenRefused, issue_token
+    from airoi.tokens import TokenRefused, issue_token
 
     engine = _writer(_settings(database_url), existing=True)
     try:
@@ -334,7 +334,7 @@ def token_revoke(
     When live tokens share a shown prefix, give the whole token to revoke one of them.
     """
     _require_server("token revoke")
-    from airoi.auth import TokenRefused, revoke_token
+    from airoi.tokens import TokenRefused, revoke_token
 
     engine = _writer(_settings(database_url), existing=True)
     try:

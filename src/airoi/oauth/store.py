@@ -76,6 +76,7 @@ from airoi.db.engine import make_engine
 from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
+from airoi.tokens import ACCESS_PREFIX
 
 OAUTH_TABLES = frozenset({oauth_clients.name, oauth_codes.name, oauth_tokens.name})
 MAX_CLIENTS = 10_000
@@ -89,7 +90,6 @@ MAX_URI_LENGTH = 2_000
 MAX_STATE_LENGTH = 1_000
 SCOPE = "mcp"  # the one scope granted: the tools of SPEC 4.B, read-only
 # Prefixes that tell the kinds apart (and from a personal token, "airoi_") in a log or a paste.
-ACCESS_PREFIX = "airoi-at_"
 REFRESH_PREFIX = "airoi-rt_"
 CODE_PREFIX = "airoi-ac_"
 # oauth_tokens.kind of a code once exchanged (kept to tell a replay, never a token), and of
@@ -684,7 +684,7 @@ class OAuthStore:
     # --- the rest of the protocol ------------------------------------------------------
 
     async def load_access_token(self, token: str) -> AccessToken | None:
-        """Unused: /mcp checks access tokens itself, with their personal token (oauth.bearer)."""
+        """Unused: /mcp checks access tokens itself, with their personal token (airoi.auth)."""
 
         def read(conn: Connection) -> AccessToken | None:
             row = conn.execute(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from airoi.auth import INVALID_TOKEN, REALM
 from airoi.settings import Settings
 
 MCP_PATH = "/mcp"
@@ -60,3 +61,14 @@ def resource_of(base: str) -> str:
 
 def resource_metadata_url(base: str) -> str:
     return base + PROTECTED_RESOURCE_PATH + MCP_PATH
+
+
+def challenge(scope: Mapping[str, Any], settings: Settings, *, invalid_token: bool) -> str:
+    """/mcp's WWW-Authenticate: the realm, the refused token's error code (RFC 6750 3.1),
+    and where its protected resource metadata is (RFC 9728, 5.1), so an OAuth client can
+    find how to get a token."""
+    said = f"{REALM}, {INVALID_TOKEN}" if invalid_token else REALM
+    base = base_url(scope, settings)
+    if base is None:
+        return said
+    return f'{said}, resource_metadata="{resource_metadata_url(base)}"'
