@@ -41,6 +41,10 @@ README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 CLI_DOC = ROOT / "docs" / "cli.md"
 README_MAX_BYTES = 16_000
+BENCH = ROOT / "bench"
+BENCH_README = BENCH / "README.md"
+# How to run each benchmark, what it compares and its latest figures; older runs live in git.
+BENCH_README_MAX_LINES = 300
 # `AIROI_*` words in src/ that are not settings: the demo's made-up warehouse user, role and
 # warehouse names in its connection settings (demo.py, catalog/platforms.json).
 NOT_SETTINGS = {"AIROI_SVC", "AIROI_READER", "AIROI_WH"}
@@ -126,6 +130,37 @@ def missing_from_cli_doc(commands: dict[str, list[Option]], text: str) -> list[s
     return missing
 
 
+def runnable_benchmarks(folder: Path) -> list[str]:
+    """The modules of `folder` run as `python -m bench.NAME`: those with a `main` or a
+    `__main__` block (the helpers they import have neither)."""
+    runnable = re.compile(r"^(?:def main\(|if __name__ == [\"']__main__[\"']:)", re.MULTILINE)
+    return sorted(path.stem for path in folder.glob("*.py") if runnable.search(path.read_text()))
+
+
+def undocumented_benchmarks(modules: list[str], text: str) -> list[str]:
+    """The modules whose command, `python -m bench.NAME`, `text` does not give."""
+    return [
+        name
+        for name in modules
+        if not re.search(rf"python -m bench\.{re.escape(name)}(?![\w.])", text)
+    ]
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as
+    hyphens, a repeated one numbered. Lines of fenced code blocks are not headings."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+    anchors: set[str] = set()
+    for heading in re.findall(r"^#{1,6}[ \t]+(.+?)[ \t]*$", text, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        anchor, repeat = slug, 0
+        while anchor in anchors:
+            repeat += 1
+            anchor = f"{slug}-{repeat}"
+        anchors.add(anchor)
+    return anchors
+
+
 def served_routes(tmp: Path) -> set[str]:
     app = create_app(Settings(database_url=f"sqlite:///{tmp / 'routes.db'}"))
     try:
@@ -165,6 +200,40 @@ def test_every_link_between_the_pages_leads_to_a_file() -> None:
     for page in [README, *DOCS]:
         for link in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
             assert (page.parent / link).resolve().is_file(), f"{page.name}: {link}"
+
+
+def test_every_link_to_a_heading_finds_it() -> None:
+    assert heading_anchors("# A: b, `c`\n## A: b, `c`\n```sh\n# not a heading\n```\n") == {
+        "a-b-c",
+        "a-b-c-1",
+    }
+    links = 0
+    for page in [README, *DOCS]:
+        for link, anchor in re.findall(r"\]\(([^)#:]+\.md)#([^)]+)\)", page.read_text()):
+            links += 1
+            target = (page.parent / link).resolve()
+            assert anchor in heading_anchors(target.read_text()), f"{page.name}: {link}#{anchor}"
+    assert links >= 2  # the README's into bench/README.md, docs/client.md's into the README
+
+
+def test_the_benchmarks_readme_is_short_and_runs_every_benchmark() -> None:
+    text = BENCH_README.read_text()
+    assert len(text.splitlines()) <= BENCH_README_MAX_LINES
+    modules = runnable_benchmarks(BENCH)
+    assert {"ceiling", "faults", "imports", "make_bundle", "pull"} <= set(modules)
+    assert not {"__init__", "common", "floor_app", "unframed_app"} & set(modules)
+    assert undocumented_benchmarks(modules, text) == []
+
+
+def test_an_undocumented_benchmark_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "documented.py").write_text("def main() -> None:\n    pass\n")
+    (tmp_path / "newcomer.py").write_text('if __name__ == "__main__":\n    pass\n')
+    (tmp_path / "helper.py").write_text("def helper() -> None:\n    pass\n")
+    modules = runnable_benchmarks(tmp_path)
+    assert modules == ["documented", "newcomer"]
+    text = "    python -m bench.documented [--x]\n\n`bench.newcomer`, `python -m bench.newcomers`\n"
+    assert undocumented_benchmarks(modules, text) == ["newcomer"]
+    assert undocumented_benchmarks(modules, text + "python -m bench.newcomer\n") == []
 
 
 def test_every_setting_is_documented() -> None:
