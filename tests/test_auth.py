@@ -9,9 +9,9 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy import Engine, select
 
+from airoi.auth import TokenRefused, issue_token, revoke_token
 from airoi.db.tables import tokens
 from airoi.timeutil import format_datetime, utc_now
-from airoi.tokens import TokenRefused, issue_token, revoke_token
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 

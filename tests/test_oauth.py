@@ -21,10 +21,10 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine, select, update
 
 from airoi.app import create_app
+from airoi.auth import revoke_token
 from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
-from airoi.tokens import revoke_token
 from tests.factories import BundleBuilder
 
 Client = TestClient[Litestar]

@@ -22,10 +22,11 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine
 
 from airoi.app import create_app
+from airoi.auth import issue_token
 from airoi.db.engine import make_engine
 from airoi.ratelimit import LocalWindows, RateLimiter
 from airoi.settings import Settings
-from airoi.tokens import hash_token, issue_token
+from airoi.tokens import hash_token
 from tests.conftest import _empty, bearer
 from tests.factories import BundleBuilder
 from tests.frozen import frozen, logged, own_redis

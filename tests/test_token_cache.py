@@ -25,12 +25,13 @@ from sqlalchemy.pool import StaticPool
 
 from airoi import auth
 from airoi.app import create_app
+from airoi.auth import issue_token, revoke_token
 from airoi.db import shelf
 from airoi.db.tables import accounts, tokens, users
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
 from airoi.token_cache import CHANNEL, TOKEN_CACHE_S, ChangeListener, TokenCache
-from airoi.tokens import hash_token, issue_token, revoke_token
+from airoi.tokens import hash_token
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 

@@ -36,7 +36,17 @@ from rich.table import Table
 
 from airoi import copy_commands, import_commands
 from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, Settings
-from airoi.terminal import SERVER_PACKAGES, DatabaseUrl, LoadWait, err, out, require_extra, say
+from airoi.terminal import (
+    SERVER_PACKAGES,
+    DatabaseUrl,
+    LoadWait,
+    err,
+    out,
+    require_extra,
+    say,
+    settings_for,
+    writer_engine,
+)
 
 app = typer.Typer(
     help="airoi: a read-only AI-ROI reporting service. Settings come from AIROI_* variables.",
@@ -82,44 +92,11 @@ def _require_server(command: str) -> None:
     require_extra("server", SERVER_PACKAGES, command)
 
 
-def _settings(database_url: str | None) -> Settings:
-    from airoi.settings import database_url_from
-
-    try:
-        settings = Settings.from_env()
-        if database_url:
-            settings = settings.with_(
-                database_url=database_url_from(database_url, "--database-url")
-            )
-    except ValueError as exc:  # names the AIROI_* variable (or option) and what it must be
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
-    return settings
-
-
-def _writer(settings: Settings, *, existing: bool = False):  # type: ignore[no-untyped-def]
-    """The store's writer engine, the store migrated; made where there is none, unless the
-    command only changes a store that exists (`existing`: a token for a user of it)."""
-    from airoi.db.engine import make_engine, missing_sqlite_file, no_store_at
-    from airoi.db.migrate import upgrade
-    from airoi.db.secret import ensure_store_secret
-
-    engine = make_engine(settings.database_url)
-    missing = missing_sqlite_file(engine) if existing else None
-    if missing is not None:
-        say(f"{no_store_at(missing)}.", console=err)
-        raise typer.Exit(1)
-    upgrade(engine)
-    # SEMANTICS R13: the migration makes the store's secret; made again should it be gone.
-    ensure_store_secret(engine)
-    return engine
-
-
 @app.command()
 def init(database_url: DatabaseUrl = None) -> None:
     """Create or migrate the schema in the configured database."""
     _require_server("init")
-    _writer(_settings(database_url))
+    writer_engine(settings_for(database_url))
     out.print("Schema is up to date.")
 
 
@@ -164,7 +141,7 @@ def load(
     _require_server("load")
     from airoi.load import BundleError, LoadBusy, load_bundle
 
-    engine = _writer(_settings(database_url))
+    engine = writer_engine(settings_for(database_url))
     size = file.stat().st_size
     run = functools.partial(
         load_bundle, engine, file, keep_stamps=keep_stamps, wait=wait, say=_warn
@@ -250,16 +227,16 @@ def demo(
 ) -> None:
     """Create or refresh the demo account, issue a token, print the URLs and the token."""
     _require_server("demo")
+    from airoi.auth import issue_token
     from airoi.demo import DEMO_OWNER_USER_ID, DemoRefused, build_demo_bundle, load_demo
     from airoi.load import BundleError, LoadBusy
-    from airoi.tokens import issue_token
 
-    settings = _settings(database_url)
+    settings = settings_for(database_url)
     if serve_after:
         # Before the token is issued and printed: it would be of no use with no server.
         _operator_metrics_directory()
         _require_free_port(host, port)
-    engine = _writer(settings)
+    engine = writer_engine(settings)
     demo_bundle = build_demo_bundle(settings.current_date())
     try:
         report = load_demo(engine, demo_bundle, say=_warn)
@@ -307,9 +284,9 @@ def token_issue(
 ) -> None:
     """Print a new token for USER (an Owner or Admin); shown once, stored only as a hash."""
     _require_server("token issue")
-    from airoi.tokens import TokenRefused, issue_token
+    from airoi.auth import TokenRefused, issue_token
 
-    engine = _writer(_settings(database_url), existing=True)
+    engine = writer_engine(settings_for(database_url), existing=True)
     try:
         token = issue_token(engine, user, expires_in_days=expires_in)
     except TokenRefused as exc:
@@ -334,9 +311,9 @@ def token_revoke(
     When live tokens share a shown prefix, give the whole token to revoke one of them.
     """
     _require_server("token revoke")
-    from airoi.tokens import TokenRefused, revoke_token
+    from airoi.auth import TokenRefused, revoke_token
 
-    engine = _writer(_settings(database_url), existing=True)
+    engine = writer_engine(settings_for(database_url), existing=True)
     try:
         revoked = revoke_token(engine, prefix)
     except TokenRefused as exc:
@@ -511,7 +488,7 @@ def serve(
 
     from airoi.logs import configure_logging
 
-    settings = _settings(database_url)
+    settings = settings_for(database_url)
     # Before the start-up check, which may log that the store cannot be reached yet.
     configure_logging(settings.log_format, settings.log_level)
     _operator_metrics_directory()
@@ -528,7 +505,7 @@ def openapi() -> None:
     _require_server("openapi")
     from airoi.app import create_app, describe
 
-    schema = describe(create_app(_settings(None)))
+    schema = describe(create_app(settings_for(None)))
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
 
 

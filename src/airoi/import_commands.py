@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS
-from airoi.terminal import SERVER_PACKAGES, DatabaseUrl, LoadWait, err, out, require_extra, say
+from airoi.terminal import (
+    SERVER_PACKAGES,
+    DatabaseUrl,
+    LoadWait,
+    err,
+    out,
+    require_extra,
+    say,
+    settings_for,
+    writer_engine,
+)
 
 if TYPE_CHECKING:
     from airoi.imports.costs import CostReport
@@ -168,9 +178,7 @@ def _refusals(what: str) -> Iterator[None]:
 @contextmanager
 def _engine(database_url: str | None) -> Iterator[Any]:
     """The store's writer engine, migrated; its connections closed when the import ends."""
-    from airoi.cli import _settings, _writer
-
-    engine = _writer(_settings(database_url))
+    engine = writer_engine(settings_for(database_url))
     try:
         yield engine
     finally:

@@ -13,12 +13,15 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from airoi.settings import MAX_LOAD_WAIT_SECONDS
+from airoi.settings import MAX_LOAD_WAIT_SECONDS, Settings, database_url_from
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 # A file or a pipe (cron's mail, a CI log) has no width to keep to: rich would lay tables out
 # in 80 columns and cut a figure to "299,966,85…". There they are laid out this wide, unless
@@ -132,3 +135,36 @@ def ctrl_c_noted() -> Iterator[Callable[[BaseException], bool]]:
         yield lambda exc: pressed or isinstance(exc, KeyboardInterrupt)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def settings_for(database_url: str | None) -> Settings:
+    """The settings from AIROI_*, with --database-url in place of the store's when given; a
+    bad one is said on stderr, naming the variable or option (exit 1)."""
+    try:
+        settings = Settings.from_env()
+        if database_url:
+            settings = settings.with_(
+                database_url=database_url_from(database_url, "--database-url")
+            )
+    except ValueError as exc:  # names the AIROI_* variable (or option) and what it must be
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    return settings
+
+
+def writer_engine(settings: Settings, *, existing: bool = False) -> Engine:
+    """The store's writer engine, the store migrated; made where there is none, unless the
+    command only changes a store that exists (`existing`: a token for a user of it)."""
+    from airoi.db.engine import make_engine, missing_sqlite_file, no_store_at
+    from airoi.db.migrate import upgrade
+    from airoi.db.secret import ensure_store_secret
+
+    engine = make_engine(settings.database_url)
+    missing = missing_sqlite_file(engine) if existing else None
+    if missing is not None:
+        say(f"{no_store_at(missing)}.", console=err)
+        raise typer.Exit(1)
+    upgrade(engine)
+    # SEMANTICS R13: the migration makes the store's secret; made again should it be gone.
+    ensure_store_secret(engine)
+    return engine
