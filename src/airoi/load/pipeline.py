@@ -92,11 +92,11 @@ def load_bundle(
             checked.run()
             if checked.problems:
                 error = checked.problems.error()
-                error.keyed = checked.keyed.ids
+                error.keyed = checked.bundle.keyed.ids
                 raise error
             writer = Writer(checked, stamp, keep_stamps=keep, removed=removed)
             report = writer.write()
-            too_large = check_amounts_fit(conn, checked.accounts)
+            too_large = check_amounts_fit(conn, checked.presence.accounts)
             if too_large:
                 raise BundleError(too_large)
             totals = report.totals()

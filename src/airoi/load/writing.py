@@ -22,11 +22,13 @@ from airoi.db import tables
 from airoi.finance.money import MissingRate
 from airoi.load.amounts import AccountAmounts
 from airoi.load.batches import BATCH, Bulk, chunks
-from airoi.load.checks import KEYED, Validation, owner_of
+from airoi.load.checks import Validation
+from airoi.load.gathering import owner_of
 from airoi.load.kinds import (
     BIG,
     DELETABLE,
     INITIATIVE_CHILDREN,
+    KEYED,
     KINDS,
     LATE_WRITE_ORDER,
     SERVED_LISTS,
@@ -72,7 +74,7 @@ class Writer:
             unchanged=dict.fromkeys(KINDS, 0),
             deleted=dict.fromkeys(KINDS, 0),
             stamp=stamp,
-            ignored_stamps=checked.ignored_stamps,
+            ignored_stamps=checked.bundle.ignored_stamps,
         )
         self.amounts = AccountAmounts(self.conn, self.problems)
         self.bulk: dict[tuple[str, str], Bulk] = {}
@@ -100,7 +102,7 @@ class Writer:
         self._count_knock_on()
         if self.problems:
             raise self.problems.error()
-        self.checked.source.progress.complete()
+        self.checked.bundle.source.progress.complete()
         return self.report
 
     def _after_small(self, key: str) -> None:
@@ -144,9 +146,9 @@ class Writer:
                 continue
             kind = KINDS[key]
             given = (
-                self.checked.big_ids[key]
+                self.checked.bundle.big_ids[key]
                 if kind.big
-                else {rec.row["id"] for rec in self.checked.small[key]}
+                else {rec.row["id"] for rec in self.checked.bundle.small[key]}
             )
             self.report.updated[key] += len(touched - given)
 
@@ -166,7 +168,7 @@ class Writer:
         return count
 
     def _apply_deletes(self) -> None:
-        deletes = self.checked.deletes
+        deletes = self.checked.bundle.deletes
         deleted = self.report.deleted
         for key in DELETABLE:
             ids = deletes.get(key)
@@ -182,7 +184,7 @@ class Writer:
         # A row naming a deleted record is unlinked: its column set to null (BUNDLE.md). One
         # the bundle gives again is there after the load, so what names it stays linked.
         for key, columns in UNLINKED_ON_DELETE.items():
-            given = {rec.row["id"] for rec in self.checked.small[key]}
+            given = {rec.row["id"] for rec in self.checked.bundle.small[key]}
             unlinked = sorted(deletes.get(key, set()) - given)
             for child, column in columns if unlinked else ():
                 table = KINDS[child].table
@@ -192,10 +194,10 @@ class Writer:
     def _write_tombstones(self) -> None:
         """SEMANTICS R34: a tombstone for every served row removed and not given again."""
         checked = self.checked
-        given: dict[str, set[int]] = {key: set(ids) for key, ids in checked.big_ids.items()}
+        given: dict[str, set[int]] = {key: set(ids) for key, ids in checked.bundle.big_ids.items()}
         for key in SERVED_LISTS:
             if key not in given:
-                given[key] = {rec.row["id"] for rec in checked.small[key]}
+                given[key] = {rec.row["id"] for rec in checked.bundle.small[key]}
         rows = [
             {
                 "account_id": account_id,
@@ -213,7 +215,7 @@ class Writer:
 
     def _write_small(self, key: str) -> None:
         kind = KINDS[key]
-        recs = self.checked.small[key]
+        recs = self.checked.bundle.small[key]
         for rec in recs:
             if kind.account in ("initiative", "observation"):
                 rec.row["account_id"] = rec.account
@@ -227,7 +229,7 @@ class Writer:
 
     def _write_decisions(self, recs: list[Rec]) -> None:
         """SPEC 3: a stored decision is never written again (pass 1 found it the same)."""
-        stored = self.checked.stored["decisions"]
+        stored = self.checked.presence.stored["decisions"]
         touched = self.touched["decisions"]
         fresh = []
         for rec in recs:
@@ -381,14 +383,14 @@ class Writer:
         opens nothing until a new token is issued. A user already without access has theirs
         revoked too (a store from before the rule kept them). Tokens this bundle gives are
         written after this, and pass 1 took only those of an Owner or Admin."""
-        stored = self.checked.stored.get("users", {})
+        stored = self.checked.presence.stored.get("users", {})
         lost = [
             rec.row["id"]
-            for rec in self.checked.small["users"]
+            for rec in self.checked.bundle.small["users"]
             if rec.row["id"] in stored
             and (rec.row["removed_at"] is not None or rec.row["role"] not in ISSUING_ROLES)
         ]
-        given = {rec.row["token_hash"] for rec in self.checked.small["tokens"]}
+        given = {rec.row["token_hash"] for rec in self.checked.bundle.small["tokens"]}
         table = tables.tokens
         for batch in chunks(lost):
             live = (table.c.user_id.in_(batch), table.c.revoked_at.is_(None))
@@ -400,10 +402,10 @@ class Writer:
 
     def _restamp_people(self) -> None:
         """A person's new name is served on every row referring to them."""
-        stored = self.checked.stored["users"]
+        stored = self.checked.presence.stored["users"]
         renamed = sorted(
             rec.row["id"]
-            for rec in self.checked.small["users"]
+            for rec in self.checked.bundle.small["users"]
             if rec.row["id"] in stored and stored[rec.row["id"]]["name"] != rec.row["name"]
         )
         for key, column in PERSON_REFERENCES if renamed else ():
@@ -478,7 +480,9 @@ class Writer:
     def _repoint_merged_vendors(self) -> None:
         """SPEC 2.3: entries of a merged vendor move to the one it was merged into."""
         merged_away = [
-            rec for rec in self.checked.small["vendors"] if rec.row["merged_into_id"] is not None
+            rec
+            for rec in self.checked.bundle.small["vendors"]
+            if rec.row["merged_into_id"] is not None
         ]
         if not merged_away:
             return
@@ -493,9 +497,9 @@ class Writer:
     def _rekey_readings(self) -> None:
         """SPEC 4.A.9: a metric's readings carry its canonical key, so `?metric_key=` finds
         them; a metric given a new key takes its stored readings with it."""
-        stored = self.checked.stored["metrics"]
+        stored = self.checked.presence.stored["metrics"]
         table = tables.observations
-        for rec in self.checked.small["metrics"]:
+        for rec in self.checked.bundle.small["metrics"]:
             row = rec.row
             old = stored.get(row["id"])
             if old is None or old["metric_key"] == row["metric_key"]:
@@ -511,14 +515,14 @@ class Writer:
 
     def _write_big(self) -> None:
         checked = self.checked
-        if not any(checked.big_ids[key] for key in BIG):
+        if not any(checked.bundle.big_ids[key] for key in BIG):
             return
         self._load_metric_keys()
         batches: dict[str, list[Rec]] = {key: [] for key in BIG}
         problems = self.problems
         try:
-            present = tuple(key for key in BIG if checked.big_ids[key])
-            for key, pos, item in checked.source.big_items(present):
+            present = tuple(key for key in BIG if checked.bundle.big_ids[key])
+            for key, pos, item in checked.bundle.source.big_items(present):
                 kind = KINDS.get(key)
                 if kind is None or not kind.big or pos < 0:
                     continue
@@ -526,7 +530,7 @@ class Writer:
                 if rec is None:
                     continue
                 if rec.row.get("id") is None:  # matched by its source ref (SEMANTICS R42)
-                    keyed_id = checked.keyed.id_at(key, pos)
+                    keyed_id = checked.bundle.keyed.id_at(key, pos)
                     if keyed_id is None:
                         continue
                     rec.row["id"] = keyed_id
@@ -545,7 +549,7 @@ class Writer:
     def _finish_big(self, kind: Kind, rec: Rec, row: dict[str, Any], stored: Any) -> bool:
         """A big record merged with its stored row: its account, vendor and metric key."""
         owner = owner_of(kind, rec, None if stored is None else stored["account_id"])
-        account, found = self.checked.entry_account(kind.account, *owner)
+        account, found = self.checked.presence.entry_account(kind.account, *owner)
         if account is None or found:
             self.problems.add(f"{rec.label}: changed while it was being loaded")
             return False
@@ -587,7 +591,9 @@ class Writer:
     def _load_metric_keys(self) -> None:
         """The keys of the metrics the readings name, as written by now."""
         metric_ids = {
-            group[1] for group in self.checked.big_groups["observations"] if group[1] is not None
+            group[1]
+            for group in self.checked.bundle.big_groups["observations"]
+            if group[1] is not None
         }
         table = tables.metrics
         for batch in chunks(sorted(metric_ids)):
