@@ -12,6 +12,10 @@ checked, written and stamped in one transaction.
       kind_rules  tokens, vendor merges, simulated connections, decisions
       rates       the FX rates the records' currencies need
     writing   pass 2: deletes and tombstones, upserts, knock-on changes, all stamped
+      upserts     each row merged with its stored row, written where it changed, counted
+      deleting    the bundle's deletes and their tombstones
+      knock_on    what new rows change in rows the bundle does not give
+      big_kinds   the big kinds, streamed a second time
     stamping  one load at a time per store, and the store's clock
     pipeline  load_bundle: the two passes under the lock, in one transaction
 """
