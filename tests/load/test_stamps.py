@@ -2,7 +2,9 @@
 
 One load at a time per store, one stamp per load later than every stored updated_at, and
 every row whose served content changes takes it, also when the change comes from another
-record (a person's name, a vendor merge, a metric's key, an unlinking, an FX rate).
+record (a person's name, a vendor merge, a metric's key, an unlinking, an FX rate). A
+bundle's own updated_at is ignored unless the load keeps it (--keep-stamps), and a kept one
+leaves later loads room to stamp after it.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from sqlalchemy import Connection, Engine, event, select, text
 
 from airoi.db import tables
 from airoi.load import BundleError, LoadBusy, load_bundle
+from airoi.load.stamping import locked
+from airoi.timeutil import truncate_ms, utc_now
 from tests.factories import BundleBuilder
-
-NOW = datetime(2026, 3, 1, 12, 0, 0)
-LATER = datetime(2026, 3, 2, 8, 30, 0, 250_000)
+from tests.load.bundles import LATER, NOW, base_bundle, loaded, one, record, refused, snapshot
 
 
 def stamps(engine: Engine, table: Any) -> dict[int, datetime]:
@@ -364,3 +366,114 @@ def test_a_load_interrupted_while_writing_leaves_the_store_as_it_was(engine: Eng
     assert stamps(engine, tables.cost_entries) == before
     report = load_bundle(engine, bundle, now=LATER, wait=0)
     assert report.inserted["cost_entries"] == 3_000
+
+
+def test_bundle_given_timestamps_are_ignored_unless_kept(engine: Engine) -> None:
+    # SEMANTICS R32: the store stamps what a load changes; created_at given is kept.
+    bundle = base_bundle()
+    initiative = record(bundle, "initiatives", 5)
+    initiative["created_at"] = "2025-06-01T08:00:00Z"
+    initiative["updated_at"] = "2025-07-01T09:15:30.5+02:00"
+    report = loaded(engine, bundle)
+    assert report.ignored_stamps == 1
+    assert report.stamp == NOW
+    stored = one(engine, tables.initiatives, id=5)
+    assert stored["created_at"] == datetime(2025, 6, 1, 8, 0)
+    assert stored["updated_at"] == NOW
+    # A different given updated_at alone changes nothing.
+    initiative["updated_at"] = "2025-08-01T00:00:00Z"
+    report = loaded(engine, bundle, now=LATER)
+    assert (report.updated["initiatives"], report.ignored_stamps) == (0, 1)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == NOW
+    # A changed row given with an older updated_at takes the load's stamp.
+    initiative["title"] = "Support triage assistant"
+    loaded(engine, bundle, now=LATER)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == LATER
+
+
+def test_keep_stamps_keeps_the_bundles_updated_at(engine: Engine) -> None:
+    # SEMANTICS R32: --keep-stamps keeps them as given (fixtures, copying a store).
+    bundle = base_bundle()
+    initiative = record(bundle, "initiatives", 5)
+    initiative["created_at"] = "2025-06-01T08:00:00Z"
+    initiative["updated_at"] = "2025-07-01T09:15:30.5+02:00"
+    report = load_bundle(engine, bundle, now=NOW, keep_stamps=True)
+    assert report.ignored_stamps == 0
+    stored = one(engine, tables.initiatives, id=5)
+    assert stored["updated_at"] == datetime(2025, 7, 1, 7, 15, 30, 500_000)
+    # A different given updated_at alone is a change, and is kept as given.
+    initiative["updated_at"] = "2025-08-01T00:00:00Z"
+    report = load_bundle(engine, bundle, now=LATER, keep_stamps=True)
+    assert report.updated["initiatives"] == 1
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
+    # A content change with a given updated_at takes the given one, not the load's.
+    initiative["title"] = "Support triage assistant"
+    load_bundle(engine, bundle, now=LATER, keep_stamps=True)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(2025, 8, 1)
+
+
+def test_a_kept_stamp_leaves_later_loads_room(engine: Engine) -> None:
+    # SEMANTICS R32: every later load stamps after the latest kept stamp, a millisecond on;
+    # one at the end of the year 9999 left none, and each later load crashed.
+    loaded(engine)
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["updated_at"] = "9999-12-31T23:59:59.999Z"
+    before = snapshot(engine)
+    with pytest.raises(BundleError) as caught:
+        load_bundle(engine, bundle, now=LATER, keep_stamps=True)
+    assert caught.value.problems == [
+        "initiatives[id=5].updated_at: too late to keep: a kept updated_at must be before "
+        "9999-01-01T00:00:00Z, so that later loads can still stamp after it"
+    ]
+    assert snapshot(engine) == before
+    # Without --keep-stamps the given stamp is ignored, so it is no problem.
+    record(bundle, "initiatives", 5)["title"] = "Renamed"
+    assert loaded(engine, bundle, now=LATER).ignored_stamps == 1
+    # The last moment allowed is kept, and the next load stamps a millisecond after it.
+    record(bundle, "initiatives", 5)["updated_at"] = "9998-12-31T23:59:59.999Z"
+    load_bundle(engine, bundle, now=LATER, keep_stamps=True)
+    record(bundle, "initiatives", 5)["title"] = "Renamed again"
+    report = loaded(engine, bundle, now=LATER)
+    assert report.stamp == datetime(9999, 1, 1)
+    assert one(engine, tables.initiatives, id=5)["updated_at"] == datetime(9999, 1, 1)
+
+
+def test_a_load_that_waited_stamps_when_it_holds_the_lock(engine: Engine) -> None:
+    # SEMANTICS R32: one moment taken once the load holds the store's write lock, not when
+    # the load was asked for (a load that waited stamped the moment it began waiting).
+    loaded(engine)
+    holding, released = threading.Event(), []
+
+    def another_load() -> None:
+        with locked(engine, wait=5):
+            holding.set()
+            time.sleep(0.5)
+            released.append(utc_now())
+
+    other = threading.Thread(target=another_load)
+    other.start()
+    assert holding.wait(5)
+    asked = utc_now()
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["title"] = "Renamed"
+    report = load_bundle(engine, bundle, wait=5)
+    other.join()
+    assert report.stamp is not None
+    assert report.stamp >= truncate_ms(released[0]) > asked
+
+
+def test_a_store_stamped_at_the_end_of_time_refuses_a_load_by_a_clear_line(
+    engine: Engine,
+) -> None:
+    # A stamp kept before the bound above existed: the load says so, it does not crash.
+    loaded(engine)
+    with engine.begin() as conn:
+        end = datetime(9999, 12, 31, 23, 59, 59, 999_000)
+        conn.execute(tables.store_clock.update().values(last_stamp=end))
+    before = snapshot(engine)
+    bundle = base_bundle()
+    record(bundle, "initiatives", 5)["title"] = "Renamed"
+    assert refused(engine, bundle) == [
+        "store: its last stamp 9999-12-31T23:59:59.999Z leaves no later moment to stamp with"
+    ]
+    assert snapshot(engine) == before

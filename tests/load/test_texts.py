@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 
 from airoi.load import BundleError, load_bundle, texts
 from airoi.load.texts import TextGuard
+from tests.load.bundles import base_bundle
 
 
 class Chunks:
@@ -167,8 +168,6 @@ def test_text_fields_take_up_to_100000_characters(engine: Engine) -> None:
 
 
 def test_random_reads_of_a_real_bundle_change_nothing(tmp_path: Path) -> None:
-    from tests.test_bundle import base_bundle
-
     data = json.dumps(base_bundle(), ensure_ascii=False).encode()
     rng = random.Random(7)
     for _ in range(50):

@@ -35,7 +35,7 @@ LAST_MONTH: Final = date(9999, 12, 1)
 _CADENCE_MONTHS: Final = {"monthly": 1, "quarterly": 3, "annually": 12}
 
 
-class TooLarge(Exception):
+class SumOverflow(Exception):
     """The store cannot total an account's amounts (SQLite: past 64 bits)."""
 
 
@@ -53,7 +53,7 @@ def _sums(conn: Connection, query: Any) -> list[Any]:
     except OperationalError as exc:  # SQLite's "integer overflow"
         if "overflow" not in str(exc.orig):
             raise
-        raise TooLarge from None
+        raise SumOverflow from None
 
 
 def check_amounts_fit(conn: Connection, accounts: Iterable[int]) -> list[str]:
@@ -88,12 +88,12 @@ def _accounts_too_large(conn: Connection, accounts: list[int]) -> list[int]:
         grouped = select(table.c.account_id, magnitude).group_by(table.c.account_id)
         try:
             found = _sums(conn, grouped.where(table.c.account_id.in_(accounts)))
-        except TooLarge:  # which one: each alone
+        except SumOverflow:  # which one: each alone
             found = []
             for account_id in accounts:
                 try:
                     found += _sums(conn, grouped.where(table.c.account_id == account_id))
-                except TooLarge:
+                except SumOverflow:
                     over.add(account_id)
         for account_id, total in found:
             totals[account_id] += int(total or 0)
@@ -172,7 +172,7 @@ def _spend_converted(
         )
         try:
             grouped = _sums(conn, query)
-        except TooLarge:  # its entries pass 64 bits in their own currencies
+        except SumOverflow:  # its entries pass 64 bits in their own currencies
             found[initiative_id] = MAX_CENTS + 1
             continue
         target = currency[initiative_id]

@@ -499,6 +499,11 @@ KINDS: Final[dict[str, Kind]] = {
 }
 BUNDLE_KEYS: Final = (*KINDS, "delete")
 BIG: Final = tuple(key for key, kind in KINDS.items() if kind.big)
+# The kinds keyed by what they give rather than by an id, and the columns of that key.
+KEYED: Final = {
+    "tokens": ("token_hash",),
+    "fx_rates": ("account_id", "currency", "effective_from"),
+}
 SMALL_WRITE_ORDER: Final = (
     "accounts",
     "users",

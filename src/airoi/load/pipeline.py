@@ -17,11 +17,12 @@ from airoi import token_cache
 from airoi.db import search_index, tables
 from airoi.load.bounds import check_amounts_fit
 from airoi.load.checks import Validation
+from airoi.load.deleting import Tombstone
 from airoi.load.kinds import KINDS
 from airoi.load.outcome import BundleError, LoadReport
 from airoi.load.reading import BadSource, ProgressHook, Source
 from airoi.load.stamping import Say, advance_clock, locked, take_stamp
-from airoi.load.writing import Tombstone, Writer
+from airoi.load.writing import Writer
 from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS
 from airoi.timeutil import utc_now
 
@@ -92,11 +93,11 @@ def load_bundle(
             checked.run()
             if checked.problems:
                 error = checked.problems.error()
-                error.keyed = checked.keyed.ids
+                error.keyed = checked.bundle.keyed.ids
                 raise error
             writer = Writer(checked, stamp, keep_stamps=keep, removed=removed)
             report = writer.write()
-            too_large = check_amounts_fit(conn, checked.accounts)
+            too_large = check_amounts_fit(conn, checked.presence.accounts)
             if too_large:
                 raise BundleError(too_large)
             totals = report.totals()
@@ -107,7 +108,7 @@ def load_bundle(
             if dry_run:
                 raise _DryRun(report)
             if totals["inserted"] or totals["updated"] or totals["deleted"]:
-                advance_clock(conn, stamp, writer.latest_given)
+                advance_clock(conn, stamp, writer.rows.latest_given)
     except _DryRun as undone:
         return undone.report
     except (IntegrityError, DataError) as exc:

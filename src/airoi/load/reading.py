@@ -18,7 +18,7 @@ from typing import IO, Any, Final
 
 import ijson  # type: ignore[import-untyped]
 
-from airoi.load.texts import TextGuard, TooLarge
+from airoi.load.texts import ReadPastAllowance, TextGuard
 
 ProgressHook = Callable[[int, int], None]
 
@@ -137,7 +137,7 @@ def _build_map(
                 obj[key] = _build_list(events, repeated, f"{path}{key}", inner)
             else:
                 obj[key] = value
-    except TooLarge as exc:
+    except ReadPastAllowance as exc:
         if depth == 1 and exc.field is None:
             exc.field = key  # the record's field being read when it grew past its bound
         raise
@@ -177,7 +177,7 @@ def _build_value(
             if event == "start_map"
             else _build_list(events, repeated, "")
         )
-    except TooLarge as exc:
+    except ReadPastAllowance as exc:
         if label == "delete":
             raise BadSource(DELETE_TOO_LARGE) from None
         where = f"{label}.{exc.field}" if exc.field else label

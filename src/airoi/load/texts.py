@@ -67,7 +67,7 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
-class TooLarge(Exception):
+class ReadPastAllowance(Exception):
     """More bytes were asked for than TextGuard.allow let through; `field` is set by whoever
     knows which field was being read."""
 
@@ -88,17 +88,17 @@ class TextGuard:
         self.done = False
         self.first = True  # a UTF-8 byte order mark before the text is dropped (RFC 8259 8.1)
         self.handed = 0  # bytes handed out so far
-        self.until: int | None = None  # past this many handed out, TooLarge
+        self.until: int | None = None  # past this many handed out, ReadPastAllowance
 
     def allow(self, size: int | None) -> None:
-        """From here on, raise TooLarge once more than `size` more bytes are asked for (the
-        parser reads ahead: up to one read more); None: no bound."""
+        """From here on, raise ReadPastAllowance once more than `size` more bytes are asked
+        for (the parser reads ahead: up to one read more); None: no bound."""
         self.until = None if size is None else self.handed + size
 
     def _hand(self, out: bytes) -> bytes:
         self.handed += len(out)
         if self.until is not None and self.handed > self.until:
-            raise TooLarge
+            raise ReadPastAllowance
         return out
 
     def read(self, size: int = -1) -> bytes:
