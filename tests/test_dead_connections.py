@@ -23,9 +23,9 @@ import httpx
 import pytest
 from sqlalchemy import Connection, Engine, event, text
 
-import airoi.db.shelf
+import airoi.db.kept_connections
 import airoi.tools.server
-from airoi.db import shelf
+from airoi.db import kept_connections
 from airoi.db.engine import make_engine
 from airoi.settings import Settings
 from tests.conftest import bearer
@@ -190,13 +190,13 @@ def test_a_connection_lost_after_the_page_was_read_leaves_the_answer(
     url = server.base_url + path
     expected = httpx.get(url, headers=bearer(world.token_a), timeout=30)
     assert expected.status_code == 200
-    killed = on_return(monkeypatch, airoi.db.shelf, "give_back", admin)
+    killed = on_return(monkeypatch, airoi.db.kept_connections, "give_back", admin)
     response = httpx.get(url, headers=bearer(world.token_a), timeout=30)
     assert killed
     # The plain-text 500 this was: the page stands, as computed.
     assert response.status_code == 200, response.text
     assert response.json() == expected.json()
-    assert shelf.held(server.app.state.engine) == 0
+    assert kept_connections.held(server.app.state.engine) == 0
     discarded = [m for m in logged if m.startswith("connection discarded after the answer")]
     if admin is None:
         # SQLite: returning the closed connection fails; it is discarded, and said so.
@@ -226,7 +226,7 @@ def test_a_connection_lost_after_a_tool_answered_leaves_the_answer(
     result = tool_result(call_tool(server, world.token_a, "list_initiatives"))
     assert killed
     assert result == expected  # not "The tool failed to answer"
-    assert shelf.held(server.app.state.engine) == 0
+    assert kept_connections.held(server.app.state.engine) == 0
     discarded = any(m.startswith("connection discarded after the answer on /mcp") for m in logged)
     assert discarded is (admin is None)  # PostgreSQL: autocommit, nothing asked on return
     assert tool_result(call_tool(server, world.token_a, "list_initiatives")) == expected
@@ -251,7 +251,7 @@ def test_a_backend_terminated_before_the_answer_is_503(
         undo()
     assert_503(response)
     assert any(m.startswith("database unavailable on ") for m in logged), logged
-    assert shelf.held(server.app.state.engine) == 0
+    assert kept_connections.held(server.app.state.engine) == 0
     again = httpx.get(server.base_url + path, headers=bearer(world.token_a), timeout=30)
     assert again.status_code == 200
 
@@ -278,7 +278,7 @@ def test_a_backend_terminated_under_a_tool_is_an_http_503(
         undo()
     assert_503(response)  # retryable; it was a 200 with a final isError result
     assert f"database unavailable on /mcp tool {name} (request " in "\n".join(logged)
-    assert shelf.held(server.app.state.engine) == 0
+    assert kept_connections.held(server.app.state.engine) == 0
     assert not tool_result(call_tool(server, world.token_a, name, **arguments)).get("isError")
 
 

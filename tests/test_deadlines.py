@@ -260,7 +260,7 @@ def test_requests_waiting_on_a_locked_sqlite_store_wait_side_by_side_and_health_
     # Issue 20 (no head-of-line blocking): a store not in WAL mode was read on the event loop
     # as one in WAL is, so while a writer held its lock four requests waited one after
     # another (answered 503 at about 1, 2, 3 and 4 limits) and /healthz waited behind them.
-    # Such a store is now read in worker threads, as a database server is (airoi.store).
+    # Such a store is now read in worker threads, as a database server is (airoi.store_access).
     path, token = _store_with_a_token(tmp_path)
     writer = sqlite3.connect(path, isolation_level=None)
     writer.execute("PRAGMA journal_mode=DELETE")  # by hand: every load leaves a store in WAL

@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 import airoi.app
 from airoi.app import create_app
 from airoi.auth import Principal
-from airoi.db import shelf
+from airoi.db import kept_connections
 from airoi.db.tables import cost_entries
 from airoi.settings import DEFAULT_STATEMENT_TIMEOUT_MS, Settings
 from tests.conftest import bearer
@@ -334,7 +334,7 @@ def test_readyz_reads_through_the_serving_engine_and_healthz_touches_nothing(
     assert checkouts == []  # no dependency behind liveness
     assert client.get("/readyz").status_code == 200
     assert checkouts == [1]  # one connection of the serving pool, as a request holds one
-    assert shelf.held(engine) == 0
+    assert kept_connections.held(engine) == 0
 
 
 @pytest.mark.parametrize("table", ["tokens", "accounts", "cost_entries"])

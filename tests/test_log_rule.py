@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
 
-import airoi.db.shelf
+import airoi.db.kept_connections
 import airoi.tools.server
 from airoi.app import serving_schema_check
 from airoi.db.engine import make_engine
@@ -154,7 +154,7 @@ def test_no_failure_logs_a_secret(
         assert len(failed) >= 3  # each path did run the failing statement
 
         # A connection that dies after the answer is built.
-        killed = on_return(monkeypatch, airoi.db.shelf, "give_back", admin)
+        killed = on_return(monkeypatch, airoi.db.kept_connections, "give_back", admin)
         statuses["api on return"] = httpx.get(api, headers=bearer(token), timeout=30).status_code
         assert killed
         killed = on_return(monkeypatch, airoi.tools.server, "close_or_discard", admin)

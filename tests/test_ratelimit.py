@@ -286,7 +286,7 @@ def test_more_requests_waiting_on_redis_than_the_pool_holds_are_all_answered(
     # Redis is asked off the event loop, so a request waits for it: when checkouts were made
     # on the loop, more concurrent requests than the pool has connections (15) left the loop
     # blocked in a checkout until the pool's timeout (30 s), then answered 503. Now at most
-    # as many as the pool holds pass the store's gate (airoi.store). A Redis of
+    # as many as the pool holds pass the store's gate (airoi.store_access). A Redis of
     # the test's own, stopped for 0.15 s in every 0.2 s, makes each request wait on it.
     url = request.getfixturevalue(f"{store}_url")
     engine = make_engine(url)

@@ -2,8 +2,8 @@
 
 The token is looked up on the connection the handler then reads through (one taken, not
 two), and the connection is given back (to the pool, or on SQLite to the engine's shelf,
-airoi.db.shelf) by the time the first message of the answer goes out, so a slow client never
-holds it. A refused request gives it back too.
+airoi.db.kept_connections) by the time the first message of the answer goes out, so a slow
+client never holds it. A refused request gives it back too.
 
 A request must never wait on the event loop while it holds its connection: the pool is
 checked out from the loop's own thread, so requests that wait holding every connection
@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import create_engine, event
 
 from airoi.app import ROUTE_HANDLERS, create_app
-from airoi.db import shelf
+from airoi.db import kept_connections
 from airoi.settings import Settings
 from tests.factories import BundleBuilder
 
@@ -55,7 +55,7 @@ def _ask(app: Any, path: str, token: str, query: str = "") -> list[dict[str, Any
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
-        sent.append({**message, "held": shelf.held(engine)})
+        sent.append({**message, "held": kept_connections.held(engine)})
 
     asyncio.run(app(_scope(path, token, query), _receive, send))
     return sent
@@ -80,8 +80,8 @@ def test_one_connection_per_request_given_back_before_the_answer(
     served = app.state.engine
     taken: list[int] = []
     checkouts: list[int] = []
-    take = shelf.take
-    monkeypatch.setattr(shelf, "take", lambda e: taken.append(1) or take(e))
+    take = kept_connections.take
+    monkeypatch.setattr(kept_connections, "take", lambda e: taken.append(1) or take(e))
     event.listen(served, "checkout", lambda *_: checkouts.append(1))
     try:
         for path in PATHS:
@@ -95,12 +95,12 @@ def test_one_connection_per_request_given_back_before_the_answer(
             sent = _ask(app, "/api/v1/cost_entries", token, query)
             assert sent[0]["status"] == status
             assert sent[0]["held"] == 0
-        assert shelf.held(served) == 0
+        assert kept_connections.held(served) == 0
         # SQLite: every request after the first took the connection the one before gave back;
         # a database server: one checkout of the pool per request.
         sqlite = db_url.startswith("sqlite")
         assert len(checkouts) == (1 if sqlite else len(PATHS) + 2)
-        assert shelf.shelved(served) == (1 if sqlite else 0)
+        assert kept_connections.shelved(served) == (1 if sqlite else 0)
     finally:
         served.dispose()
 
@@ -196,5 +196,5 @@ def test_a_connection_not_yet_taken_is_taken_in_a_worker_thread_only(tmp_path: A
     db = reading.db  # in a thread without an event loop: taken, and kept for the request
     assert db is context.connection is reading.db
     context.release()
-    assert shelf.held(engine) == 0
+    assert kept_connections.held(engine) == 0
     engine.dispose()

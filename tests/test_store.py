@@ -15,7 +15,7 @@ from sqlalchemy.pool import QueuePool
 from airoi.db.engine import make_engine
 from airoi.db.migrate import upgrade
 from airoi.errors import ApiError
-from airoi.store import StoreGate, pool_capacity
+from airoi.store_access import StoreGate, pool_capacity
 
 
 def test_a_place_is_waited_for_then_refused_503_with_retry_after() -> None:
@@ -81,7 +81,7 @@ def test_the_gate_lets_in_as_many_as_the_pool_holds(
 
 def test_only_an_sqlite_store_in_wal_mode_is_read_on_the_event_loop(tmp_path: Path) -> None:
     # A writer's lock leaves readers of a store in another journal mode waiting (the busy
-    # timeout), the event loop with them; in WAL mode it never does (airoi.store).
+    # timeout), the event loop with them; in WAL mode it never does (airoi.store_access).
     path = tmp_path / "store.db"
     writer = make_engine(f"sqlite:///{path}")  # every load's engine leaves the store in WAL
     upgrade(writer)

@@ -26,7 +26,7 @@ from sqlalchemy.pool import StaticPool
 from airoi import auth
 from airoi.app import create_app
 from airoi.auth import issue_token, revoke_token
-from airoi.db import shelf
+from airoi.db import kept_connections
 from airoi.db.tables import accounts, tokens, users
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
@@ -140,7 +140,7 @@ def test_a_kept_token_runs_no_lookup(
         int(first.headers["ratelimit-remaining"]) - 1
     )
     # The handler still reads through the request's one connection, returned after.
-    assert shelf.held(client.app.state.engine) == 0
+    assert kept_connections.held(client.app.state.engine) == 0
     # A token the store does not know is asked for every time (nothing kept for it).
     for _ in range(2):
         assert client.get(PATH, headers=bearer("airoi_" + "n" * 40)).status_code == 401
@@ -158,7 +158,7 @@ def test_a_kept_token_on_a_server_makes_one_hop_to_a_worker_thread(
     # request's one hop is its handler's, whose thread checks the connection out (a checkout
     # can wait on the server, so never on the loop).
     if engine.dialect.name != "postgresql":
-        pytest.skip("SQLite reads in place, on the event loop (airoi.store)")
+        pytest.skip("SQLite reads in place, on the event loop (airoi.store_access)")
     issued = issue_token(engine, owner[1])
     kept(client, issued.secret, lookups)
     hops: list[str] = []
@@ -196,7 +196,7 @@ def test_a_kept_token_on_a_server_makes_one_hop_to_a_worker_thread(
         event.remove(app_engine, "checkout", on_checkout)
     assert len(hops) == 1, hops
     assert checked_out_on_loop == [False]
-    assert shelf.held(app_engine) == 0
+    assert kept_connections.held(app_engine) == 0
 
 
 def test_the_lookup_itself_is_counted_on_sqlite(

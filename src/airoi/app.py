@@ -61,7 +61,7 @@ from airoi.auth import (
 )
 from airoi.conditional import conditional_get
 from airoi.cors import allow_cross_origin
-from airoi.db import shelf
+from airoi.db import kept_connections
 from airoi.db.engine import make_engine, missing_sqlite_file, no_store_at, sqlite_text_encoding
 from airoi.db.migrate import require_current_schema
 from airoi.db.secret import require_store_secret
@@ -89,7 +89,7 @@ from airoi.observability import (
 from airoi.ratelimit import RateLimiter, person_key
 from airoi.response_headers import protective_headers
 from airoi.settings import Settings
-from airoi.store import StoreGate, size_worker_threads
+from airoi.store_access import StoreGate, size_worker_threads
 from airoi.token_cache import TokenCache
 from airoi.tools import mcp_endpoint  # SPEC 4.B: the tool endpoint at /mcp
 from airoi.tools.protocol_errors import JsonRpcErrorBodies
@@ -185,7 +185,7 @@ async def _authenticate(scope: Scope, state: State) -> Principal:
     bearer_secret(authorization)
     context = held_context(scope)  # type: ignore[arg-type]
     # A place at the store's gate until the answer starts, then the lookup in a worker thread
-    # (airoi.store), unless the token's row is kept. The API's handlers read through the
+    # (airoi.store_access), unless the token's row is kept. The API's handlers read through the
     # connection the token is looked up on (or, when it was kept, the one their own thread
     # checks out: `Reading.db`); the tool endpoint opens its own in its tool's thread, so it
     # does not keep this one while it works.
@@ -202,12 +202,12 @@ async def _authenticate(scope: Scope, state: State) -> Principal:
     cache: TokenCache | None = state.token_cache if keep and not mcp else None
     if gate.in_place:
         # A file on this machine: the lookup (about 45 µs) never waits on a server, and a hop
-        # to a worker thread and back cost several times that (airoi.store).
+        # to a worker thread and back cost several times that (airoi.store_access).
         principal = _look_up(context, engine, authorization, keep, mcp, resource, cache)
     else:
         # On a server, a row the cache can vouch for without a connection is decided here, on
         # the event loop: the request then makes one hop to a worker thread, its handler's,
-        # not two (airoi.store).
+        # not two (airoi.store_access).
         kept = None if cache is None else authenticate_kept(cache, authorization)
         if kept is None:
             kept = await to_thread.run_sync(
@@ -544,8 +544,12 @@ def create_app(settings: Settings, engine: Engine | None = None) -> Litestar:
         # The cache's listener (PostgreSQL) connects in a thread of its own: start-up does not
         # wait on it, and the cache is not used until it listens.
         on_startup=[size_worker_threads, token_cache.start],
-        # The connections kept aside go back to the pool (airoi.db.shelf).
-        on_shutdown=[oauth.close, token_cache.stop, functools.partial(shelf.clear, engine)],
+        # The connections kept aside go back to the pool (airoi.db.kept_connections).
+        on_shutdown=[
+            oauth.close,
+            token_cache.stop,
+            functools.partial(kept_connections.clear, engine),
+        ],
         middleware=[token_authentication],  # 405, then 401 and 403 (SEMANTICS R30)
         before_request=strict_parameters,
         exception_handlers={Exception: handle_error},

@@ -31,7 +31,7 @@ from typing import Any, cast
 import xxhash
 from litestar import Litestar
 
-from airoi.held import holding
+from airoi.buffered_answers import holding
 
 Message = MutableMapping[str, Any]
 # A 304 carries the validators and caching headers of the 200 it stands for, not its body.

@@ -43,7 +43,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from airoi.conditional import GZIP_MIN_BYTES, gzipped, takes_gzip
-from airoi.db import shelf
+from airoi.db import kept_connections
 from airoi.errors import ApiError, ErrorBody, ErrorDetail
 from airoi.failures import FAILED_MESSAGE, log_discarded, log_failure
 from airoi.logs import FIELDS
@@ -95,7 +95,7 @@ class RequestContext:
     # Set by a layer that answers 200 inside a protocol of its own (the tool endpoint) when
     # the database failed under it: the answer is this 503 instead (SPEC 7).
     unavailable: ApiError | None = None
-    # Gives back the request's place at the store's gate (airoi.store): when its answer
+    # Gives back the request's place at the store's gate (airoi.store_access): when its answer
     # starts, or when it ends.
     leave_gate: Callable[[], None] | None = None
     # The client went away before its answer began (its body cut short): logged and counted
@@ -106,10 +106,10 @@ class RequestContext:
     refused: int | None = None
 
     def hold(self, engine: Engine) -> Connection:
-        """The request's connection, taken on first call (airoi.db.shelf): only ever called
-        in a worker thread where a checkout may wait on a server (airoi.store)."""
+        """The request's connection, taken on first call (airoi.db.kept_connections): only ever
+        called in a worker thread where a checkout may wait on a server (airoi.store_access)."""
         if self.connection is None:
-            self.connection = shelf.take(engine)
+            self.connection = kept_connections.take(engine)
         return self.connection
 
     def release(self) -> None:
@@ -118,7 +118,7 @@ class RequestContext:
         connection, self.connection = self.connection, None
         if connection is None:
             return
-        failure = shelf.give_back(connection)
+        failure = kept_connections.give_back(connection)
         if failure is not None:
             log_discarded(failure, self.route(), self.request_id)
 

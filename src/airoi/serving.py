@@ -61,7 +61,7 @@ def header_timeout() -> float:
     return header_timeout_from_env(os.environ.get(HEADER_TIMEOUT_ENV))
 
 
-class Refused(Exception):
+class RefusedBeforeApp(Exception):
     """A request refused before the app sees it, with the status and sentence it is answered."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -70,14 +70,14 @@ class Refused(Exception):
         self.message = message
 
 
-def head_too_large() -> Refused:
-    return Refused(
+def head_too_large() -> RefusedBeforeApp:
+    return RefusedBeforeApp(
         431, f"The request's headers pass {MAX_HEAD_BYTES} bytes in all; send fewer or shorter."
     )
 
 
-def body_too_large() -> Refused:
-    return Refused(413, f"The request's body passes {MAX_BODY_BYTES} bytes; send less.")
+def body_too_large() -> RefusedBeforeApp:
+    return RefusedBeforeApp(413, f"The request's body passes {MAX_BODY_BYTES} bytes; send less.")
 
 
 def refusal(
@@ -148,12 +148,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         else:
             what = "body" if self.awaiting_body else "headers"
             self._refuse(
-                Refused(
+                RefusedBeforeApp(
                     408, f"The request's {what} did not arrive within {self.header_timeout:g} s."
                 )
             )
 
-    def _refuse(self, refused: Refused) -> None:
+    def _refuse(self, refused: RefusedBeforeApp) -> None:
         self.refused = True
         self._disarm()
         cycle = self.cycle
@@ -207,7 +207,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 return
         try:
             self._feed(data)
-        except Refused as refused:
+        except RefusedBeforeApp as refused:
             self._refuse(refused)
             return
         if self.refused:
@@ -224,7 +224,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
-            if isinstance(exc.__context__, Refused):
+            if isinstance(exc.__context__, RefusedBeforeApp):
                 raise exc.__context__ from None
             self._invalid()
         except httptools.HttpParserError:
@@ -237,10 +237,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 self._unsupported_upgrade_warning()
 
     def _invalid(self) -> None:
-        self._refuse(Refused(400, "The request is not valid HTTP/1.1."))
+        self._refuse(RefusedBeforeApp(400, "The request is not valid HTTP/1.1."))
 
     def send_400_response(self, msg: str) -> None:
-        self._refuse(Refused(400, "The request is not valid HTTP/1.1."))
+        self._refuse(RefusedBeforeApp(400, "The request is not valid HTTP/1.1."))
 
     # httptools callbacks
     def on_message_begin(self) -> None:
@@ -253,7 +253,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
         if len(self.url) > MAX_TARGET_BYTES:
-            raise Refused(
+            raise RefusedBeforeApp(
                 414, f"The request's target passes {MAX_TARGET_BYTES} bytes; send a shorter one."
             )
 

@@ -35,7 +35,7 @@ from airoi.vocabulary import Window
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["ROI"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store_access)
 )
 def get_roi_breakdown(
     request: ApiRequest,

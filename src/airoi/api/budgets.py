@@ -33,7 +33,7 @@ from airoi.reports.budgets import BUDGET_INITIATIVES, BudgetList, compute_budget
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Budgets"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store_access)
 )
 def list_budgets(
     request: ApiRequest,

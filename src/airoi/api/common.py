@@ -233,7 +233,7 @@ class Reading:
     def db(self) -> Connection:
         """The request's connection: the one its token was looked up on, or else (a row the
         token cache kept, on a database server) one checked out here, in the handler's worker
-        thread, on first use (`airoi.store`). The outermost layer gives it back."""
+        thread, on first use (`airoi.store_access`). The outermost layer gives it back."""
         db = self._db
         if db is None:
             if _on_event_loop():  # a checkout can wait on a server: never on the event loop
@@ -265,7 +265,7 @@ def reading_of(request: ApiRequest) -> Reading:
     worker thread: nothing here waits).
 
     The connection is the one the token was looked up on (on the event loop on SQLite, in a
-    worker thread on a database server: `airoi.store`) or, where the token cache kept the
+    worker thread on a database server: `airoi.store_access`) or, where the token cache kept the
     token's row, the one the handler's thread checks out: one pool checkout per request
     either way; the outermost layer returns it (`airoi.observability.RequestContext`)."""
     state = request.app.state

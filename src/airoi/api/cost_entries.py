@@ -17,7 +17,7 @@ from airoi.api.common import (
 from airoi.listing import parse_updated_since, served_rows
 from airoi.reports.cost_entries import COST_ENTRIES, CostEntryList
 from airoi.reports.fields import periods
-from airoi.store import keyset_page
+from airoi.store_access import keyset_page
 
 
 @get(
@@ -33,7 +33,7 @@ from airoi.store import keyset_page
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Cost entries"],
-    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
 @keyset_page
 def list_cost_entries(

@@ -17,7 +17,7 @@ from airoi.api.common import (
 )
 from airoi.listing import parse_updated_since
 from airoi.reports.decisions import DECISIONS, DecisionList, build_decision
-from airoi.store import keyset_page
+from airoi.store_access import keyset_page
 from airoi.vocabulary import Outcome
 
 
@@ -32,7 +32,7 @@ from airoi.vocabulary import Outcome
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Decisions"],
-    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
 @keyset_page
 def list_decisions(

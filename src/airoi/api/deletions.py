@@ -19,7 +19,7 @@ from airoi.listing import (
     served_rows,
 )
 from airoi.reports.deletions import DELETIONS, DeletionList, Resource
-from airoi.store import keyset_page
+from airoi.store_access import keyset_page
 
 
 @get(
@@ -35,7 +35,7 @@ from airoi.store import keyset_page
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Deletions"],
-    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
 @keyset_page
 def list_deletions(

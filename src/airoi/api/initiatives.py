@@ -40,7 +40,7 @@ from airoi.reports.initiatives import (
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Initiatives"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store_access)
 )
 def list_initiatives(
     request: ApiRequest,
@@ -87,7 +87,7 @@ def parse_id(value: str) -> int:
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Initiatives"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store_access)
 )
 def get_initiative(
     request: ApiRequest,

@@ -16,7 +16,7 @@ from airoi.api.common import (
 )
 from airoi.listing import parse_updated_since
 from airoi.reports.integrations import INTEGRATIONS, IntegrationList, build_integration
-from airoi.store import keyset_page
+from airoi.store_access import keyset_page
 from airoi.vocabulary import IntegrationStatus
 
 
@@ -31,7 +31,7 @@ from airoi.vocabulary import IntegrationStatus
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Integrations"],
-    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
 @keyset_page
 def list_integrations(

@@ -13,7 +13,7 @@ from airoi.api.common import (
 )
 from airoi.listing import parse_updated_since
 from airoi.reports.metrics import METRICS, MetricList, build_metric
-from airoi.store import keyset_page
+from airoi.store_access import keyset_page
 
 
 @get(
@@ -24,7 +24,7 @@ from airoi.store import keyset_page
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Metrics"],
-    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
 @keyset_page
 def list_metrics(

@@ -17,7 +17,7 @@ from airoi.api.common import (
 )
 from airoi.listing import parse_updated_since, served_rows
 from airoi.reports.observations import OBSERVATIONS, ObservationList
-from airoi.store import keyset_page
+from airoi.store_access import keyset_page
 
 
 @get(
@@ -28,7 +28,7 @@ from airoi.store import keyset_page
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Observations"],
-    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
 @keyset_page
 def list_observations(

@@ -23,7 +23,7 @@ from airoi.vocabulary import Window
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["ROI"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store)
+    sync_to_thread=True,  # its database work in a worker thread (airoi.store_access)
 )
 def get_roi(
     request: ApiRequest,

@@ -20,7 +20,7 @@ from airoi.api.common import (
 from airoi.listing import parse_updated_since, served_rows
 from airoi.reports.fields import periods
 from airoi.reports.value_entries import VALUE_ENTRIES, ValueEntryList
-from airoi.store import keyset_page
+from airoi.store_access import keyset_page
 from airoi.vocabulary import ValueStatus
 
 
@@ -37,7 +37,7 @@ from airoi.vocabulary import ValueStatus
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Value entries"],
-    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store).
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
 @keyset_page
 def list_value_entries(

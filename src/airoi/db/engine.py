@@ -8,7 +8,8 @@ With `statement_timeout_ms`, a statement running longer is cut (PostgreSQL
 
 On PostgreSQL the serving engine also keeps deadlines of its own, because a server that
 stops answering (frozen, or cut off by a partition) cannot enforce its statement timeout,
-and a request's database work holds a worker thread (see `airoi.store`) for as long as it waits:
+and a request's database work holds a worker thread (see `airoi.store_access`) as long as
+it waits:
 - connecting gives up after `connect_timeout` (at least 2 s, libpq's floor);
 - every wait on a connection's socket (a statement and its rows, a commit, a rollback)
   gives up one second past the statement timeout: the server's own cancel comes first

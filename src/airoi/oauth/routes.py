@@ -49,14 +49,14 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import request_response
 
 from airoi.errors import ApiError
-from airoi.oauth.signin import SignInPage, notice
-from airoi.oauth.store import (
+from airoi.oauth.grants import (
     MAX_STATE_LENGTH,
     SCOPE,
     OAuthStore,
     digest,
     requested_resources,
 )
+from airoi.oauth.signin import SignInPage, notice
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
     MCP_PATH,
@@ -452,7 +452,7 @@ class OAuthRoutes:
         token = CheckedTokenHandler(self.store, HashedSecretAuthenticator(self.store))
         # Registration, the token endpoint and the sign-in form take no token and write: a
         # budget per client address, so that one caller cannot fill the registered clients
-        # or wear the store down (the bound on clients, airoi.oauth.store, is the backstop).
+        # or wear the store down (the bound on clients, airoi.oauth.grants, is the backstop).
         self.limiter = RateLimiter(settings.oauth_rate_limit, settings.redis_url)
         authorize = CheckedAuthorizationHandler(self.store)
         self.route_handlers: list[ASGIRouteHandler] = [

@@ -10,7 +10,7 @@ URI, with a code and the state (Allow with a good token) or `error=access_denied
 Against a forged POST: a random nonce in a SameSite=Strict, HttpOnly cookie set with the
 page, and a hidden field that is the HMAC of that nonce and the request's signature; a POST
 whose Origin is not this service's is refused as well. A signed request issues one code: the
-store keeps its signature's hash until it expires (airoi.oauth.store.issue_code), so the form
+store keeps its signature's hash until it expires (airoi.oauth.grants.issue_code), so the form
 posted again, or the page reloaded and posted, is refused. The page runs no script, and its
 Content-Security-Policy allows none; the token travels only in the POST's body and is never
 logged, put in a URL or shown again.
@@ -39,7 +39,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from airoi.auth import Principal, authenticate
 from airoi.db.secret import read_store_secret, signing_secret
 from airoi.errors import ApiError
-from airoi.oauth.store import OAuthStore, RequestUsed, digest
+from airoi.oauth.grants import OAuthStore, RequestUsed, digest
 from airoi.oauth.urls import resource_of
 from airoi.settings import Settings
 

@@ -46,8 +46,8 @@ import msgspec
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from airoi.buffered_answers import holding
 from airoi.errors import ErrorBody, ErrorDetail
-from airoi.held import holding
 from airoi.observability import request_context
 from airoi.serving import MAX_BODY_BYTES
 

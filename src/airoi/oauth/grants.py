@@ -140,7 +140,7 @@ class RequestUsed(Exception):
     """A code was issued for this sign-in request already."""
 
 
-class Refused(Exception):
+class GrantRefused(Exception):
     """An SDK error (TokenError, RegistrationError) raised inside a transaction."""
 
     def __init__(self, error: TokenError | RegistrationError) -> None:
@@ -280,7 +280,7 @@ class OAuthStore:
 
         try:
             return await to_thread.run_sync(run)
-        except Refused as refused:
+        except GrantRefused as refused:
             # The SDK's errors are frozen dataclasses, which a context manager cannot give a
             # traceback to: raised out here, after the transaction rolled back.
             raise refused.error from None
@@ -359,7 +359,7 @@ class OAuthStore:
                         delete(oauth_clients).where(oauth_clients.c.client_id.in_(ids))
                     ).rowcount
             if count >= MAX_CLIENTS:
-                raise Refused(
+                raise GrantRefused(
                     RegistrationError(
                         "invalid_client_metadata",
                         "This server holds as many registered clients as it takes; try later.",
@@ -512,7 +512,9 @@ class OAuthStore:
                 )
             )
             if taken.rowcount != 1:
-                raise Refused(TokenError("invalid_grant", "The authorization code has been used."))
+                raise GrantRefused(
+                    TokenError("invalid_grant", "The authorization code has been used.")
+                )
             grant_id = secrets.token_hex(16)
             issued = self._grant(
                 conn,
@@ -546,12 +548,12 @@ class OAuthStore:
         now = utc_now()
         holder = holder_of(conn, pat_hash, now)
         if holder is None or not holder.usable:
-            raise Refused(
+            raise GrantRefused(
                 TokenError("invalid_grant", "The personal access token is no longer valid.")
             )
         if not holder.api_access:
             # As /mcp would answer the tokens (403): none is issued that could not be used.
-            raise Refused(
+            raise GrantRefused(
                 TokenError("invalid_grant", "This account's plan does not include API access.")
             )
         conn.execute(delete(oauth_tokens).where(oauth_tokens.c.expires_at < now))
@@ -661,7 +663,7 @@ class OAuthStore:
                 .values(used_at=utc_now())
             )
             if used.rowcount != 1:
-                raise Refused(TokenError("invalid_grant", "The refresh token has been used."))
+                raise GrantRefused(TokenError("invalid_grant", "The refresh token has been used."))
             # The grant's earlier access tokens end with the refresh that replaces them.
             conn.execute(
                 delete(oauth_tokens).where(

@@ -1,4 +1,5 @@
-"""A request's connection taken from, and given back to, its engine's shelf.
+"""Connections kept between requests on SQLite: a request's connection taken from, and given
+back to, its engine's shelf.
 
 On SQLite the connections a request gives back are kept open, each still checked out of the
 pool with its `Connection` around it, and the next request takes one from the shelf: the
