@@ -34,7 +34,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from airoi import copy_commands, import_commands
+from airoi import copy_commands
+from airoi.imports.commands import import_app
 from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, Settings
 from airoi.terminal import (
     SERVER_PACKAGES,
@@ -512,7 +513,7 @@ def openapi() -> None:
 # The client's commands, after the service's in `airoi --help`.
 app.command()(copy_commands.pull)
 app.command()(copy_commands.verify)
-app.add_typer(import_commands.import_app, name="import")
+app.add_typer(import_app, name="import")
 
 
 def _database_error() -> type[Exception] | None:

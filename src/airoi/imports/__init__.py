@@ -10,4 +10,5 @@ every check of a load).
     grouping  source rows into cost entries (R40), exact decimal sums rounded once a group
     costs     a cost import from end to end: the connection, what it replaces (R41), the load
     tables    one record a row of a CSV, XLSX or Parquet table (R42), and its template
+    commands  the `airoi import` commands, their options and what they print
 """
