@@ -1,7 +1,7 @@
 """Servers of the tests' own that a test may freeze: PostgreSQL and Redis, stopped with SIGSTOP
 as a network partition or a stuck host would leave them (connections open, no answer).
 
-The machine's shared servers are never touched. PostgreSQL is built as tests/test_standby.py
+The machine's shared servers are never touched. PostgreSQL is built as tests/db/test_standby.py
 builds its pair (initdb, pg_ctl, as `postgres` under root); Redis is `redis-server` run in the
 foreground without persistence. Ports are chosen free by the system, or within
 `AIROI_TEST_PORT_RANGE` (such as 55430-55439) when it is set, for machines where several
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _unavailable
-from tests.test_standby import (
+from tests.db.test_standby import (
     START_TIMEOUT_S,
     _server_bin_dir,
     _Servers,

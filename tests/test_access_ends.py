@@ -20,7 +20,7 @@ from airoi.load import load_bundle
 from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
-from tests.test_oauth import BASE, authorize, grant, mcp, pkce, refresh, register, sign_in
+from tests.oauth.test_grants import BASE, authorize, grant, mcp, pkce, refresh, register, sign_in
 
 Client = TestClient[Litestar]
 

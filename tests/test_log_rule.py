@@ -32,8 +32,8 @@ from airoi.logs import JsonFormatter, TextFormatter
 from airoi.settings import Settings
 from airoi.tokens import hash_token
 from tests.conftest import bearer
+from tests.db.test_dead_connections import call_tool, on_checkout, on_return
 from tests.servers import RunningServer
-from tests.test_dead_connections import call_tool, on_checkout, on_return
 from tests.tools.world import EMAILS, SECRETS, World, build_world
 
 DATABASE_PASSWORD = "db-pass-CANARY-3f9a"

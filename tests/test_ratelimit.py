@@ -332,7 +332,7 @@ def test_a_grant_and_its_refresh_draw_on_their_persons_budget(
     db_url: str, engine: Engine, clients: ExitStack, request: pytest.FixtureRequest, counted: str
 ) -> None:
     # SEMANTICS R39: each assistant grant, and each refresh of it, opens no fresh budget.
-    from tests.test_oauth import BASE, grant, mcp, refresh
+    from tests.oauth.test_grants import BASE, grant, mcp, refresh
 
     # Ids of its own: Redis is shared by the tests running beside this one, and outlives them.
     b = BundleBuilder(first_id=10**6 + secrets.randbelow(10**9))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.conftest import _unavailable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUTCOMES = ("2xx", "4xx", "503", "5xx", "tool_err", "timeout", "conn")
 
 

@@ -34,7 +34,7 @@ from airoi.apidocs import (
 from airoi.app import OPENAPI_PATH, create_app
 from airoi.settings import Settings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "src" / "airoi" / "apidocs" / "assets"
 # What each kind of reference must answer as.
 MEDIA_TYPES = {"script": "text/javascript", "stylesheet": "text/css"}

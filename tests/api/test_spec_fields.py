@@ -1,6 +1,6 @@
 """Every field SPEC 2 lists is carried by every interface that serves its row.
 
-SPEC 2's tables (tests/spec_fields.md, a word-for-word copy of the section) are read, and each
+SPEC 2's tables (tests/api/spec_fields.md, a word-for-word copy of the section) are read, and each
 field must be in the API's Struct (and so in the OpenAPI description and on the wire), in
 the tool's result model where a tool serves the same row, and in the client's column types
 (client/frames.py), which are decided by field name. A field added to SPEC and missed in

@@ -20,7 +20,7 @@ from litestar.testing import TestClient
 
 from airoi import catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "src" / "airoi" / "web"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -51,7 +51,7 @@ def document(app: Litestar) -> dict[str, Any]:
 def served_paths(app: Litestar) -> set[str]:
     # The /api/v1 document describes /api/v1; /healthz, /readyz and /metrics sit outside it,
     # and so do the index /api/v1 and the docs page under /api/v1/docs (pages for people,
-    # not operations: tests/test_api_docs.py).
+    # not operations: tests/apidocs/test_api_docs.py).
     return {
         route.path_format
         for route in app.routes

@@ -37,8 +37,8 @@ from airoi.db.migrate import upgrade
 from airoi.db.tables import accounts
 from airoi.settings import Settings
 from tests.conftest import POSTGRES_URL, _unavailable, bearer
+from tests.db.test_read_only import read_only_refusal
 from tests.factories import BundleBuilder
-from tests.test_read_only import read_only_refusal
 
 pytestmark = pytest.mark.postgresql
 

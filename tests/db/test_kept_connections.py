@@ -103,7 +103,7 @@ def test_a_pool_of_one_keeps_nothing_aside(sqlite_url: str) -> None:
 
 def test_a_connection_that_cannot_end_its_transaction_is_discarded(served: Engine) -> None:
     if served.dialect.name != "sqlite":
-        pytest.skip("PostgreSQL's own case: tests/test_dead_connections.py")
+        pytest.skip("PostgreSQL's own case: tests/db/test_dead_connections.py")
     connection = kept_connections.take(served)
     connection.execute(text("SELECT 1")).scalar_one()
     connection.connection.driver_connection.close()  # gone under it

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from tests.conftest import _empty, bearer
 from tests.factories import BundleBuilder
-from tests.test_money_properties import RATES, TODAY, MakeClient, entry, to_usd, walk
+from tests.reports.test_money_properties import RATES, TODAY, MakeClient, entry, to_usd, walk
 
 BYS = ("initiative", "month", "quarter", "cost_type", "vendor")
 WINDOWS = {"all": None, "1yr": date(2025, 6, 16), "3yr": date(2023, 6, 16)}

@@ -20,7 +20,7 @@ from airoi.demo.portfolio import add_initiatives
 from airoi.demo.story import Story, StoryError, story
 
 TODAY = date(2026, 3, 17)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_keyed_record_of_the_files_is_in_the_bundle() -> None:
