@@ -30,7 +30,7 @@ from airoi.reports.integrations import Integration
 from airoi.reports.observations import Observation
 from airoi.reports.value_entries import ValueEntry
 from airoi.tools import models
-from airoi.tools.derive import derived
+from tests.tools.derive import derived
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ OWN = {
 
 
 def reference(shown: Shown) -> type[BaseModel]:
-    """The model `shown.model` would be if made from its Struct's fields (tools/derive.py)."""
+    """The model `shown.model` would be if made from its Struct's fields (`derived`)."""
     model = shown.model
     if shown.picked is None:
         doc = model.__doc__ if shown.own_doc else None
