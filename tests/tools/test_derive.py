@@ -1,4 +1,4 @@
-"""tools/derive.py: a tool result made from an API row Struct keeps its fields' types and
+"""tests/tools/derive.py: a tool result made from an API row Struct keeps its fields' types and
 descriptions, in the order asked, and refuses what it cannot carry over."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from airoi.reports.fields import Cents, note
-from airoi.tools.derive import derived
+from tests.tools.derive import derived
 
 
 class Base(BaseModel):

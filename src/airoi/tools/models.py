@@ -3,40 +3,84 @@
 Pydantic models, because the MCP SDK derives each tool's `outputSchema` from them
 and validates every structured result against it. Field names follow the HTTP API
 where the same figure is served there (SPEC 2.7, 2.10), so an assistant and an API
-consumer read the same words. A result that shows a served row, whole or in part, takes
-those fields (name, type, description) from the API's Struct (tools/derive.py), so they
-are written once; only the fields a tool alone has are written here. Every list is
-bounded; `total` says how many there were, so a cut list is never mistaken for the whole.
+consumer read the same words. A result that shows a served row, whole or in part, declares
+those fields as the row's Struct (reports/) does: the same names, types, nullability and
+descriptions. tests/tools/test_models.py holds each such model against its Struct, so a field
+changed on one side fails the tests until the other follows. Every list is bounded; `total`
+says how many there were, so a cut list is never mistaken for the whole.
 """
 
 from __future__ import annotations
 
 from datetime import date
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.fields import FieldInfo
 
-from airoi.reports.breakdown import BreakdownRow
-from airoi.reports.budgets import BudgetRow, CurrentVersion
-from airoi.reports.cost_entries import CostEntry
-from airoi.reports.decisions import Decision
-from airoi.reports.fields import Person, Source
-from airoi.reports.initiatives import Initiative
-from airoi.reports.integrations import Integration
-from airoi.reports.observations import Observation
-from airoi.reports.roi import RoiCost as RoiCostRow
-from airoi.reports.roi import RoiSummary as RoiSummaryRow
-from airoi.reports.value_entries import ValueEntry
-from airoi.tools.derive import derived
-from airoi.vocabulary import BreakdownBy, RolledUpStatus, SearchKind, Window
+from airoi.reports.budgets import BudgetStatus
+from airoi.vocabulary import (
+    BreakdownBy,
+    BudgetSource,
+    CostCategory,
+    IntegrationStatus,
+    OpexCadence,
+    Outcome,
+    RolledUpStatus,
+    SearchKind,
+    Stage,
+    ValueStatus,
+    Window,
+)
 
 
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-# get_roi_summary ----------------------------------------------------------------------------
+NEXT_CURSOR = (
+    "Null on the last page; pass it as cursor, with the same other arguments, for the next page."
+)
+
+# Descriptions more than one row shares, as their Structs share them (reports/fields.py).
+WRITTEN_AT = "When the row was first written. UTC, millisecond precision."
+CHANGED_AT = (
+    "When the row last changed; the order of every list but /budgets. UTC, millisecond precision."
+)
+ENTRY_AMOUNT = "Cents, in currency. Key always present; may be null."
+ENTRY_CURRENCY = "ISO 4217 code of amount_cents."
+ENTRY_DATE = "The date it is reported under: period start, else creation."
+CAPEX = "One-time part of total cost."
+OPEX = "Running part of total cost."
+AMOUNTS_CURRENCY = "ISO 4217 code of the amounts."
+STAGE = "Where the initiative stands (SPEC 3)."
+INTEGRATION_STATUS = (
+    "active, paused, error or disconnected. error means syncs are failing; paused and "
+    "disconnected mean somebody stopped it."
+)
+LAST_SYNCED_AT = "When data last arrived; may be old while status is active."
+
+
+# The rows other rows carry: Person and Source, whole ----------------------------------------
+
+
+class PersonRef(Result):
+    """A person, by name only (never an e-mail address)."""
+
+    id: int
+    name: str
+
+
+class SourceRef(Result):
+    """Where a record came from: typed in, imported or brought in by a connection."""
+
+    type: str | None = Field(description="How the record came in: typed in, imported or synced.")
+    ref: str | None = Field(description="The id the originating system knows the record by.")
+    connection_id: int | None = Field(
+        description="The integration (connection) that brought it in."
+    )
+
+
+# get_roi_summary: GET /roi's figures (SPEC 2.10) plus roi_percent ---------------------------
 
 
 class RoiScope(Result):
@@ -54,12 +98,37 @@ class RoiPeriod(Result):
     through: date | None = Field(description="Last day covered (today); null for all.")
 
 
+class RoiCost(Result):
+    capex_cents: int = Field(description=CAPEX)
+    opex_cents: int = Field(description=OPEX)
+
+
+class RoiSummary(Result):
+    """The figures of GET /roi for the same arguments, plus roi_percent (SEMANTICS R10)."""
+
+    scope: RoiScope
+    period: RoiPeriod
+    currency: str = Field(description="ISO 4217 code of every amount.")
+    approved_value_cents: int = Field(description="Approved value entries only.")
+    total_cost_cents: int = Field(description="Everything the initiatives in scope have cost.")
+    net_value_cents: int = Field(description="Approved value minus total cost.")
+    roi: float | None = Field(
+        description=(
+            "Net value divided by total cost; null when there is no cost (null is not zero)."
+        )
+    )
+    roi_percent: float | None = Field(description="roi × 100 to two decimals; null with roi.")
+    cost: RoiCost
+
+
 # list_initiatives ---------------------------------------------------------------------------
 
 
-NEXT_CURSOR = (
-    "Null on the last page; pass it as cursor, with the same other arguments, for the next page."
-)
+class InitiativeItem(Result):
+    id: int
+    title: str
+    stage: Stage = Field(description=STAGE)
+    status: RolledUpStatus = Field(description="The stage rolled up (SEMANTICS R26).")
 
 
 class InitiativeListResult(Result):
@@ -72,6 +141,151 @@ class InitiativeListResult(Result):
 # get_initiative -----------------------------------------------------------------------------
 
 
+class BusinessCase(Result):
+    """The initiative's expected financials, in `currency` (cents)."""
+
+    currency: str
+    expected_capex_cents: int | None = Field(description="Business case, in cents, in currency.")
+    expected_opex_cents: int | None = Field(description="Same as expected_capex_cents.")
+    expected_cost_savings_cents: int | None = Field(description="Same as expected_capex_cents.")
+    expected_revenue_uplift_cents: int | None = Field(description="Same as expected_capex_cents.")
+    roi_time_horizon_years: int | None
+    confidence_score: float | None
+
+
+class BudgetVersionRef(Result):
+    id: int
+    effective_from: date = Field(
+        description="Applies from the whole month containing this date; no day proration."
+    )
+    ends_on: date | None = Field(description="Last month covered, whole-month.")
+    capex_cents: int = Field(description="One-off total, not accrued.")
+    opex_cents: int = Field(description="A rate per opex_cadence.")
+    opex_cadence: OpexCadence
+    source: BudgetSource
+    reason: str | None = Field(description="Words of whoever set it.")
+    set_by: PersonRef | None = Field(description="Who set it, by name only.")
+
+
+class Budget(Result):
+    """The initiative's row of GET /budgets: approved budget against spend as of today."""
+
+    initiative_id: int
+    budgeted: bool = Field(
+        description=(
+            "Whether an approved budget exists. When false, the figures compare spend against "
+            "nothing and the row belongs out of any variance total."
+        )
+    )
+    status: BudgetStatus = Field(
+        description=(
+            "no_budget, scheduled (a budget exists but has not started), within or over. over when"
+            " either the capex half or the opex half is over."
+        )
+    )
+    over_parts: list[CostCategory] = Field(description="Which half is over when status is over.")
+    currency: str | None = Field(description=AMOUNTS_CURRENCY)
+    as_of: date = Field(description="The day the comparison was made (today).")
+    capex_budget_cents: int = Field(description="The current version's envelope.")
+    capex_actual_cents: int = Field(
+        description="Capex spent since the budget began; zero when budgeted is false."
+    )
+    capex_remaining_cents: int = Field(description="Negative when the envelope is exceeded.")
+    opex_budget_to_date_cents: int = Field(
+        description=(
+            "Each month's rate summed from the month the budget began through the current month, "
+            "at whichever version covered each month; a revision changes later months and never "
+            "restates earlier ones."
+        )
+    )
+    opex_actual_cents: int = Field(
+        description="Opex spent since the budget began; zero when budgeted is false."
+    )
+    budget_monthly_run_rate_cents: int = Field(
+        description="The current version's rate as a monthly figure."
+    )
+    actual_monthly_run_rate_cents: int | None = Field(
+        description=(
+            "Average over the last 3 complete months the budget covered; null until one complete "
+            "month has passed."
+        )
+    )
+    budget_to_date_cents: int = Field(description="Capex envelope plus opex to date.")
+    actual_to_date_cents: int = Field(
+        description=(
+            "Zero when budgeted is false. Total spend of an unbudgeted initiative is read from the "
+            "cost entries list."
+        )
+    )
+    variance_cents: int = Field(
+        description="budget_to_date_cents minus actual_to_date_cents; positive means under budget."
+    )
+    used_ratio: float | None = Field(
+        description="Actual over budget to date; null when there is no budget to date to divide by."
+    )
+    spent_before_budget_cents: int = Field(
+        description=(
+            "Spend dated before the month the budget began; reported apart and in neither figure "
+            "above."
+        )
+    )
+    opex_budget_fiscal_year_cents: int = Field(description="The whole fiscal year's opex budget.")
+    opex_budget_fiscal_ytd_cents: int = Field(description="The part of it through as_of.")
+    opex_actual_fiscal_ytd_cents: int = Field(
+        description="Opex spent in the fiscal year through as_of."
+    )
+    budget_started_on: date | None = Field(
+        description="The month the first approved version took effect."
+    )
+    revised: bool = Field(description="Changed since first approved.")
+    version_count: int = Field(description="How many versions the budget has had.")
+    revision_pending: bool = Field(
+        description=(
+            "A revision awaits the account Owner because it would put the budget above the "
+            "account's approval threshold; the figures shown remain the approved ones."
+        )
+    )
+    current_version: BudgetVersionRef | None = Field(
+        description=(
+            "The approved version in effect; null when there is no budget yet or every version "
+            "starts in a later month."
+        )
+    )
+
+
+class CostItem(Result):
+    id: int
+    amount_cents: int | None = Field(description=ENTRY_AMOUNT)
+    currency: str | None = Field(description=ENTRY_CURRENCY)
+    cost_category: CostCategory = Field(
+        description=(
+            "capex (one-time) or opex (running). Follows from the type unless changed by a person."
+        )
+    )
+    cost_type: str | None = Field(
+        description="Free kinds such as software, tokens, implementation, infrastructure."
+    )
+    vendor_name: str | None = Field(description="Free text as recorded.")
+    description: str | None
+    entry_date: date = Field(description=ENTRY_DATE)
+
+
+class ValueItem(Result):
+    id: int
+    amount_cents: int | None = Field(description=ENTRY_AMOUNT)
+    currency: str | None = Field(description=ENTRY_CURRENCY)
+    status: ValueStatus = Field(
+        description=(
+            "draft, calculated, reviewed, approved, disputed or archived. Only approved entries "
+            "count toward reported ROI: summing every row regardless of status disagrees with GET "
+            "/roi."
+        )
+    )
+    counts_toward_roi: bool = Field(description="True exactly when status is approved.")
+    entry_type: str | None
+    entry_date: date = Field(description=ENTRY_DATE)
+
+
 class NoteItem(Result):
     id: int
     author: str | None = Field(description="The author's name.")
@@ -79,211 +293,24 @@ class NoteItem(Result):
     created_at: str
 
 
-# Results that show a served row, whole or in part -------------------------------------------
-
-
-def _entry_date() -> FieldInfo:
-    return FieldInfo(description="The date it is reported under: period start, else creation.")
-
-
-if TYPE_CHECKING:
-    # What the type checker sees: a result whose fields, made below from the API's Structs,
-    # it cannot know. Pydantic checks every one when the result is made.
-    class PersonRef(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class RoiCost(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class RoiSummary(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class InitiativeItem(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class BusinessCase(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class BudgetVersionRef(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class Budget(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class CostItem(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class ValueItem(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class InitiativeDetail(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class IntegrationItem(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class ConnectionRef(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class BreakdownItem(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class DecisionItem(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class SourceRef(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-    class ReadingItem(Result):
-        def __init__(self, **fields: Any) -> None: ...
-
-else:
-    PersonRef = derived("PersonRef", Person, base=Result)
-
-    # get_roi_summary: GET /roi's figures (SPEC 2.10) plus roi_percent.
-    RoiCost = derived("RoiCost", RoiCostRow, base=Result)
-    RoiSummary = derived(
-        "RoiSummary",
-        RoiSummaryRow,
-        ("scope", RoiScope, Field()),
-        ("period", RoiPeriod, Field()),
-        "currency",
-        "approved_value_cents",
-        "total_cost_cents",
-        "net_value_cents",
-        "roi",
-        (
-            "roi_percent",
-            float | None,
-            Field(description="roi × 100 to two decimals; null with roi."),
-        ),
-        ("cost", RoiCost, Field()),
-        base=Result,
-        doc="The figures of GET /roi for the same arguments, plus roi_percent (SEMANTICS R10).",
-    )
-
-    # list_initiatives
-    InitiativeItem = derived(
-        "InitiativeItem",
-        Initiative,
-        "id",
-        "title",
-        "stage",
-        ("status", RolledUpStatus, Field(description="The stage rolled up (SEMANTICS R26).")),
-        base=Result,
-    )
-
-    # get_initiative
-    BusinessCase = derived(
-        "BusinessCase",
-        Initiative,
-        ("currency", str, Field()),
-        "expected_capex_cents",
-        "expected_opex_cents",
-        "expected_cost_savings_cents",
-        "expected_revenue_uplift_cents",
-        "roi_time_horizon_years",
-        "confidence_score",
-        base=Result,
-        doc="The initiative's expected financials, in `currency` (cents).",
-    )
-    BudgetVersionRef = derived(
-        "BudgetVersionRef", CurrentVersion, base=Result, refs={Person: PersonRef}
-    )
-    Budget = derived(
-        "Budget",
-        BudgetRow,
-        base=Result,
-        refs={CurrentVersion: BudgetVersionRef, Person: PersonRef},
-        doc="The initiative's row of GET /budgets: approved budget against spend as of today.",
-    )
-    CostItem = derived(
-        "CostItem",
-        CostEntry,
-        "id",
-        "amount_cents",
-        "currency",
-        "cost_category",
-        "cost_type",
-        "vendor_name",
-        "description",
-        ("entry_date", date, _entry_date()),
-        base=Result,
-    )
-    ValueItem = derived(
-        "ValueItem",
-        ValueEntry,
-        "id",
-        "amount_cents",
-        "currency",
-        "status",
-        "counts_toward_roi",
-        "entry_type",
-        ("entry_date", date, _entry_date()),
-        base=Result,
-    )
-    InitiativeDetail = derived(
-        "InitiativeDetail",
-        Initiative,
-        "id",
-        "title",
-        "description",
-        "stage",
-        ("status", RolledUpStatus, Field()),
-        "category",
-        "is_sample",
-        "owner",
-        ("url", str | None, Field(description="The initiative's page in the application.")),
-        ("business_case", BusinessCase, Field()),
-        ("budget", Budget, Field()),
-        (
-            "recent_costs",
-            list[CostItem],
-            Field(description="The 10 most recent cost entries."),
-        ),
-        ("cost_entry_count", int, Field()),
-        (
-            "recent_value_entries",
-            list[ValueItem],
-            Field(description="The 10 most recent value entries."),
-        ),
-        ("value_entry_count", int, Field()),
-        ("notes", list[NoteItem], Field(description="The 10 most recent notes, newest first.")),
-        ("note_count", int, Field()),
-        base=Result,
-        refs={Person: PersonRef},
-    )
-
-    # list_integrations, get_platform_setup_guide
-    IntegrationItem = derived(
-        "IntegrationItem",
-        Integration,
-        "id",
-        "platform",
-        "name",
-        "status",
-        "last_sync_status",
-        "last_synced_at",
-        (
-            "reauth_required",
-            bool,
-            Field(description="The platform refused the grant; reconnect."),
-        ),
-        base=Result,
-    )
-    ConnectionRef = derived(
-        "ConnectionRef", Integration, "id", "name", "status", "last_synced_at", base=Result
-    )
-
-    # get_roi_breakdown: GET /roi/breakdown's rows (SEMANTICS R37), whole.
-    BreakdownItem = derived("BreakdownItem", BreakdownRow, base=Result)
-
-    # list_decisions: GET /decisions's rows, whole.
-    DecisionItem = derived("DecisionItem", Decision, base=Result, refs={Person: PersonRef})
-
-    # list_metric_readings: GET /observations's rows, whole.
-    SourceRef = derived("SourceRef", Source, base=Result)
-    ReadingItem = derived("ReadingItem", Observation, base=Result, refs={Source: SourceRef})
+class InitiativeDetail(Result):
+    id: int
+    title: str
+    description: str | None
+    stage: Stage = Field(description=STAGE)
+    status: RolledUpStatus
+    category: str | None
+    is_sample: bool = Field(description="Provisioned demo data.")
+    owner: PersonRef | None = Field(description="The owner, by name only.")
+    url: str | None = Field(description="The initiative's page in the application.")
+    business_case: BusinessCase
+    budget: Budget
+    recent_costs: list[CostItem] = Field(description="The 10 most recent cost entries.")
+    cost_entry_count: int
+    recent_value_entries: list[ValueItem] = Field(description="The 10 most recent value entries.")
+    value_entry_count: int
+    notes: list[NoteItem] = Field(description="The 10 most recent notes, newest first.")
+    note_count: int
 
 
 # search -------------------------------------------------------------------------------------
@@ -309,6 +336,16 @@ class SearchResult(Result):
 # list_integrations --------------------------------------------------------------------------
 
 
+class IntegrationItem(Result):
+    id: int
+    platform: str = Field(description="Which system it connects to.")
+    name: str | None
+    status: IntegrationStatus = Field(description=INTEGRATION_STATUS)
+    last_sync_status: str | None = Field(description="How the latest sync ended.")
+    last_synced_at: str | None = Field(description=LAST_SYNCED_AT)
+    reauth_required: bool = Field(description="The platform refused the grant; reconnect.")
+
+
 class IntegrationListResult(Result):
     integrations: list[IntegrationItem] = Field(description="By platform, then id.")
     total: int = Field(description="How many connections match, whether shown or not.")
@@ -316,7 +353,39 @@ class IntegrationListResult(Result):
     next_cursor: str | None = Field(default=None, description=NEXT_CURSOR)
 
 
-# get_roi_breakdown --------------------------------------------------------------------------
+# get_roi_breakdown: GET /roi/breakdown (SEMANTICS R37), its rows whole ----------------------
+
+
+class BreakdownItem(Result):
+    key: int | str | None = Field(
+        description=(
+            "The initiative id (by=initiative), the first day of the month or fiscal quarter "
+            "(month, quarter), the cost type (cost_type) or the vendor id (vendor); null for "
+            "cost with no cost type or no vendor."
+        )
+    )
+    label: str = Field(
+        description=(
+            "Display name: the initiative's title, 2026-04, Q2 2026 (FY2026/27 Q1 when the "
+            "fiscal year starts in another month), the cost type, the vendor's name; "
+            '"No cost type" and "No vendor" for a null key.'
+        )
+    )
+    approved_value_cents: int | None = Field(
+        description="Approved value entries only; null when by is cost_type or vendor."
+    )
+    capex_cents: int = Field(description=CAPEX)
+    opex_cents: int = Field(description=OPEX)
+    total_cost_cents: int = Field(description="capex_cents + opex_cents.")
+    net_value_cents: int | None = Field(
+        description="Approved value minus total cost; null when by is cost_type or vendor."
+    )
+    roi: float | None = Field(
+        description=(
+            "Net value divided by total cost; null when there is no cost, and when by is "
+            "cost_type or vendor."
+        )
+    )
 
 
 class RoiBreakdown(Result):
@@ -336,7 +405,47 @@ class RoiBreakdown(Result):
     next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
-# list_decisions -----------------------------------------------------------------------------
+# list_decisions: GET /decisions's rows, whole -----------------------------------------------
+
+
+class DecisionItem(Result):
+    id: int
+    initiative_id: int | None = Field(description="Null when the initiative no longer exists.")
+    subject_title: str = Field(description="The initiative's title at decision time.")
+    outcome: Outcome = Field(description="continue, scale, fix, pause or retire.")
+    outcome_label: str = Field(description="Display wording of the outcome.")
+    rationale: str = Field(description="Always present.")
+    stage_before: Stage = Field(description="The initiative's stage before the decision.")
+    stage_after: Stage = Field(description="The initiative's stage after the decision.")
+    stage_changed: bool = Field(
+        description=(
+            "Whether stage_before and stage_after differ; some outcomes leave the stage unchanged."
+        )
+    )
+    decided_at: str | None = Field(
+        description="The date to report the decision under. Key always present; may be null."
+    )
+    decided_by: PersonRef | None = Field(description="Who decided, by name only.")
+    next_review_on: date | None = Field(
+        description="Suggested from the outcome; may be changed by the decider."
+    )
+    currency: str | None = Field(description=AMOUNTS_CURRENCY)
+    approved_value_cents: int | None = Field(
+        description=(
+            "Approved value at the moment of the decision (a snapshot, not a recomputation)."
+        )
+    )
+    cost_to_date_cents: int | None = Field(description="Cost to date at decision time.")
+    net_cents: int | None = Field(
+        description="approved_value_cents minus cost_to_date_cents at decision time."
+    )
+    planned_value_cents: int | None = Field(description="Total promised by the business case.")
+    planned_value_to_date_cents: int | None = Field(
+        description="The part of the plan due by the decision date."
+    )
+    roi: float | None = Field(description="Ratio at decision time; null when there was no cost.")
+    created_at: str = Field(description=WRITTEN_AT)
+    updated_at: str = Field(description=CHANGED_AT)
 
 
 class DecisionListResult(Result):
@@ -347,7 +456,30 @@ class DecisionListResult(Result):
     next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
-# list_metric_readings -----------------------------------------------------------------------
+# list_metric_readings: GET /observations's rows, whole --------------------------------------
+
+
+class ReadingItem(Result):
+    id: int
+    metric_id: int | None = Field(description="The metric read.")
+    metric_key: str | None = Field(description="The metric's canonical key.")
+    initiative_id: int | None = Field(description="The initiative the reading is about.")
+    value: float | None = Field(
+        description="The reading, in the metric's unit. Key always present; may be null."
+    )
+    role: str | None = Field(description="baseline or reading.")
+    baseline_method: str | None = Field(
+        description="How a baseline was arrived at, when it is one."
+    )
+    observed_at: str | None = Field(description="When the reading was taken.")
+    period_start: date | None
+    period_end: date | None
+    is_estimated: bool
+    sample_size: int | None = Field(description="How many observations the reading summarises.")
+    quality_score: float | None
+    source: SourceRef
+    created_at: str = Field(description=WRITTEN_AT)
+    updated_at: str = Field(description=CHANGED_AT)
 
 
 class ReadingListResult(Result):
@@ -371,6 +503,13 @@ class HelpArticle(Result):
 
 
 # get_platform_setup_guide -------------------------------------------------------------------
+
+
+class ConnectionRef(Result):
+    id: int
+    name: str | None
+    status: IntegrationStatus = Field(description=INTEGRATION_STATUS)
+    last_synced_at: str | None = Field(description=LAST_SYNCED_AT)
 
 
 class PlatformSetupGuide(Result):

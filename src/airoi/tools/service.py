@@ -493,6 +493,16 @@ def search(
         raise ToolRefusal(str(exc)) from None
     return SearchResult(
         query=found.query,
-        results=[SearchHit(**vars(hit)) for hit in found.results],
+        results=[
+            SearchHit(
+                kind=hit.kind,
+                id=hit.id,
+                key=hit.key,
+                title=hit.title,
+                snippet=hit.snippet,
+                url=hit.url,
+            )
+            for hit in found.results
+        ],
         has_more=found.has_more,
     )

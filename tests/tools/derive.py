@@ -1,12 +1,13 @@
-"""Tool result models made from the API's row Structs, so a row's fields are written once.
+"""The tool result model a served row's Struct makes: the reference tools/models.py is held to.
 
-The HTTP API's Struct (api/) is the one place a served row's field names, types and SPEC 2
-notes are written: the OpenAPI description is made from it. A tool that shows the same row
-(or part of it) takes its fields from there: `derived` builds the pydantic model the MCP SDK
-wants (it makes the tool's outputSchema from it and checks each result against it), field
-by field in the order asked, each with the Struct's type and description. A nested row
-becomes the tool model given for its Struct in `refs`. Fields only the tool has are declared
-beside the picked ones, in place.
+The Struct (reports/) is where a served row's field names, types and SPEC 2 notes are written:
+the OpenAPI description is made from it. A tool result that shows the same row (or part of
+it) declares those fields again in tools/models.py, so the type checker sees them;
+`derived` builds, from the Struct, the pydantic model that declaration should amount to,
+field by field in the order asked, each with the Struct's type and description, and
+tests/tools/test_models.py compares the two schema for schema. A nested row becomes the
+tool model given for its Struct in `refs`. Fields only the tool has are passed in as they
+are, in place.
 """
 
 from __future__ import annotations
