@@ -53,7 +53,8 @@ __all__ = [
 ]
 
 INDEX_PATH: Final = "/api/v1"
-# airoi.app.OPENAPI_PATH (that module imports this one); tests/apidocs/test_api_docs.py holds them equal.
+# airoi.app.OPENAPI_PATH (that module imports this one); tests/apidocs/test_api_docs.py holds
+# them equal.
 DESCRIPTION_PATH: Final = f"{INDEX_PATH}/openapi.json"
 DOCS_PATH: Final = f"{INDEX_PATH}/docs"
 ASSETS_PATH: Final = f"{DOCS_PATH}/assets"
