@@ -24,8 +24,8 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
+from airoi.client.copies.layout import Format
 from airoi.client.pull import pull
-from airoi.client.store import Format
 from airoi.load import load_bundle
 from tests.client.conftest import FIRST_LOAD, LATER
 from tests.factories import BundleBuilder

@@ -42,20 +42,11 @@ from typing import Any, Final
 import duckdb
 
 from airoi.client.client import Client, Row
+from airoi.client.copies.layout import FILE_FORMATS, STATE_FILE, STATE_TABLE, Format
+from airoi.client.copies.lists import ACCOUNT, ACCOUNT_LIST
+from airoi.client.copies.sql import first_row, quote_name, quote_text
+from airoi.client.copies.targets import duckdb_file_problem, held_formats
 from airoi.client.errors import AiroiError, CopyError
-from airoi.client.store import (
-    ACCOUNT,
-    ACCOUNT_LIST,
-    FILE_FORMATS,
-    STATE_FILE,
-    STATE_TABLE,
-    Format,
-    duckdb_file_problem,
-    first_row,
-    held_formats,
-    quote_name,
-    quote_text,
-)
 from airoi.client.verify_rows import (
     ROW_LISTS,
     ListCheck,
