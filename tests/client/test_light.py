@@ -103,6 +103,7 @@ import airoi.cli, airoi.client.client, airoi.client.dlt_source, airoi.client.err
 import airoi.client.frames, airoi.client.pull, airoi.client.verify, airoi.client.walk
 import airoi.client.column_types, airoi.client.progress, airoi.client.schema
 import airoi.client.copies.protocol, airoi.client.copies.targets
+import airoi.client.verify_copy, airoi.client.verify_figures
 print(json.dumps({"lazy": lazy, "attempts": Blocked.attempts}))
 """
     )
