@@ -34,7 +34,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from airoi import copy_commands, import_commands
+from airoi import import_commands
+from airoi.client import commands as copy_commands
 from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, Settings
 from airoi.terminal import SERVER_PACKAGES, DatabaseUrl, LoadWait, err, out, require_extra, say
 

@@ -6,7 +6,7 @@ a few grouped queries whatever the size of the account (`airoi.client.verify_fig
 also names what a copy cannot recompute); with `--rows`, every row of each list too
 (`airoi.client.verify_rows`). The service side is the `/budgets` list and one `/roi` per
 scope and window, asked a few at a time on one keep-alive client. Nothing here prints:
-`airoi verify` (cli.py) shows the `Verification` this returns.
+`airoi verify` (`airoi.client.commands`) shows the `Verification` this returns.
 
 `today` is the service's (R1): the `period.through` of the portfolio's `1yr` window. Every
 other answer must be of the same day, or the comparison is not one (`Inconclusive`).
