@@ -169,7 +169,8 @@ def forget_cursors(target: Path, fmt: str) -> None:
     each list, no cursor, no walk of /deletions."""
     import duckdb
 
-    from airoi.client.store import DELETIONS, STATE_FILE, STATE_TABLE
+    from airoi.client.copies.layout import STATE_FILE, STATE_TABLE
+    from airoi.client.copies.lists import DELETIONS
 
     if fmt == "duckdb":
         conn = duckdb.connect(str(target))
@@ -188,8 +189,9 @@ def forget_cursors(target: Path, fmt: str) -> None:
 def pull_once(base_url: str, target: Path, fmt: str) -> dict[str, Any]:
     """One pull in this process: rows fetched from the incremental lists, budget rows, s."""
     from airoi.client import Client
+    from airoi.client.copies.layout import Format
+    from airoi.client.copies.lists import DELETIONS
     from airoi.client.pull import pull as run_pull
-    from airoi.client.store import DELETIONS, Format
 
     started = time.perf_counter()
     with Client(base_url, BENCH_TOKEN) as api:

@@ -1,5 +1,5 @@
 """The `airoi` command line (BUNDLE.md): init, load, demo, token issue|revoke, serve and openapi
-here; pull and verify, the client's, in airoi.copy_commands.
+here; pull and verify, the client's, in airoi.client.commands; import in airoi.imports.commands.
 
 Only typer, rich and the standard library are imported here: `airoi pull` and `--help` work
 with the base install (the client). The server commands import the server's packages when
@@ -34,7 +34,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from airoi import copy_commands
+from airoi.client import commands as client_commands
 from airoi.imports.commands import import_app
 from airoi.settings import DEFAULT_LOAD_WAIT_SECONDS, Settings
 from airoi.terminal import (
@@ -511,8 +511,8 @@ def openapi() -> None:
 
 
 # The client's commands, after the service's in `airoi --help`.
-app.command()(copy_commands.pull)
-app.command()(copy_commands.verify)
+app.command()(client_commands.pull)
+app.command()(client_commands.verify)
 app.add_typer(import_app, name="import")
 
 

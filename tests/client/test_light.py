@@ -102,6 +102,8 @@ lazy = [m for m in ("pandas", "pyarrow", "polars", "duckdb", "dlt", "typer") if 
 import airoi.cli, airoi.client.client, airoi.client.dlt_source, airoi.client.errors
 import airoi.client.frames, airoi.client.pull, airoi.client.verify, airoi.client.walk
 import airoi.client.column_types, airoi.client.progress, airoi.client.schema
+import airoi.client.copies.protocol, airoi.client.copies.targets
+import airoi.client.verify_copy, airoi.client.verify_figures
 print(json.dumps({"lazy": lazy, "attempts": Blocked.attempts}))
 """
     )

@@ -18,8 +18,11 @@ from sqlalchemy import Engine
 
 from airoi.client import Client
 from airoi.client.column_types import COLUMNS
+from airoi.client.copies.layout import Format
+from airoi.client.copies.lists import DELETIONS, RESOURCES
+from airoi.client.copies.protocol import open_store
+from airoi.client.copies.tables import CopyTables
 from airoi.client.pull import ResourceReport, choose_resources, pull, pull_deletions, pull_resource
-from airoi.client.store import DELETIONS, RESOURCES, Format, Store
 from airoi.client.walk import ANOTHER_ACCOUNTS_CURSOR, AnotherAccountsCopy
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, FIRST_LOAD, LATER, Account, raw_walk
@@ -309,7 +312,7 @@ def test_rows_and_tombstones_end_as_served_whichever_walk_sees_them_first(
     with Client(base_url, account.token, page_size=2) as api:
         # Rows first, as if a run stopped before its deletions: `back` is stored as given
         # again; the next run applies both tombstones, and `back` outlives its own.
-        store = Store(rows_first, fmt)
+        store = open_store(rows_first, fmt)
         try:
             assert pull_resource(api, store, cost_resource()).rows == 1
         finally:
@@ -321,7 +324,7 @@ def test_rows_and_tombstones_end_as_served_whichever_walk_sees_them_first(
 
         # Tombstones first: both rows as first loaded are removed; the rows walk then
         # stores `back` as given again.
-        store = Store(tombstones_first, fmt)
+        store = open_store(tombstones_first, fmt)
         try:
             assert pull_deletions(api, store).deleted == 2
         finally:
@@ -399,7 +402,7 @@ def test_a_refused_cursor_falls_back_to_updated_since_saying_so(
     target = target_for(tmp_path, fmt)
     with Client(base_url, account.token, page_size=2) as api:
         pull(api, target, fmt)
-    store = Store(target, fmt)
+    store = open_store(target, fmt)
     try:
         foreign = store.state("initiatives").cursor
         store.apply_page(
@@ -574,14 +577,14 @@ def test_a_failure_applying_tombstones_keeps_nothing_half_done(
     with Client(base_url, account.token, page_size=2) as api:
         pull(api, target)
     delete(engine, THEN[0], cost_entries=account.cost_entries[:4])
-    real_save = Store._save_state
+    real_save = CopyTables._save_state
 
-    def failing_save(self: Store, name: str, state: Any) -> None:
+    def failing_save(self: CopyTables, name: str, state: Any) -> None:
         real_save(self, name, state)
         if name == DELETIONS and self.count("cost_entries") < 5:
             raise Interrupted("after the rows were removed, before the commit")
 
-    monkeypatch.setattr(Store, "_save_state", failing_save)
+    monkeypatch.setattr(CopyTables, "_save_state", failing_save)
     with Client(base_url, account.token, page_size=2) as api, pytest.raises(Interrupted):
         pull(api, target, batch_rows=1)
     # The first two tombstones went in; the next batch's removal was rolled back with it.
@@ -597,10 +600,8 @@ def test_interruption_inside_a_page_keeps_nothing_half_written(
     base_url: str, account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure while writing rolls back the rows and the state together."""
-    from airoi.client import store as store_module
-
     target = tmp_path / "airoi.duckdb"
-    real_upsert = store_module.Store._upsert
+    real_upsert = CopyTables._upsert
     calls = {"n": 0}
 
     def failing_upsert(self: Any, table: str, key: str, rows: list[dict[str, Any]]) -> None:
@@ -609,7 +610,7 @@ def test_interruption_inside_a_page_keeps_nothing_half_written(
         if table == "cost_entries" and calls["n"] == 4:
             raise Interrupted("after the insert, before the commit")
 
-    monkeypatch.setattr(store_module.Store, "_upsert", failing_upsert)
+    monkeypatch.setattr(CopyTables, "_upsert", failing_upsert)
     with Client(base_url, account.token, page_size=2) as api, pytest.raises(Interrupted):
         pull(api, target, batch_rows=1)
     assert len(stored(target, "duckdb", "cost_entries")) == 2
@@ -619,98 +620,6 @@ def test_interruption_inside_a_page_keeps_nothing_half_written(
     assert reports["cost_entries"] == 5
     ids = [row["id"] for row in stored(target, "duckdb", "cost_entries")]
     assert ids == expected_ids(base_url, account.token, "cost_entries")
-
-
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_a_row_served_twice_in_one_batch_is_kept_once_with_its_latest_values(
-    tmp_path: Path, fmt: Format
-) -> None:
-    # A row changed while a walk runs is served again further on: only its latest copy stays
-    # (both were inserted, and the store's sums counted it twice).
-    from airoi.client.store import Store
-    from airoi.client.walk import WalkState
-
-    resource = next(r for r in RESOURCES if r.name == "cost_entries")
-    target = target_for(tmp_path, fmt)
-    store = Store(target, fmt)
-    before = {"id": 1, "amount_cents": 104, "updated_at": "2026-01-01T00:00:00.000Z"}
-    other = {"id": 2, "amount_cents": 5, "updated_at": "2026-01-01T00:00:01.000Z"}
-    after = {"id": 1, "amount_cents": 424242, "updated_at": "2026-01-02T00:00:00.000Z"}
-    store.apply_page(resource, [before, other, after], WalkState(), done=True)
-    store.close()
-    rows = stored(target, fmt, "cost_entries")
-    assert [(r["id"], r["amount_cents"]) for r in rows] == [(1, 424242), (2, 5)]
-
-
-def test_the_store_works_in_utc_whatever_the_machines_zone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # CSV files got the machine's local time (2026-11-22 01:15:00.016-05 for 06:15 UTC).
-    import time
-
-    from airoi.client.store import Store
-
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    try:
-        store = Store(tmp_path / "out", "csv")
-        zone = store.conn.execute("SELECT current_setting('TimeZone')").fetchone()
-        store.close()
-    finally:
-        monkeypatch.undo()
-        time.tzset()
-    assert zone == ("UTC",)
-
-
-def test_a_csv_store_reads_back_what_it_wrote(tmp_path: Path) -> None:
-    # The next run used to re-read the CSV files with type detection: "7.10" came back as
-    # 7.1, "" as null, and a later text value in that column stopped every run.
-    from airoi.client.store import Store
-    from airoi.client.walk import WalkState
-
-    resource = next(r for r in RESOURCES if r.name == "cost_entries")
-    target = tmp_path / "out"
-    first = [
-        {
-            "id": 1,
-            "amount_cents": 2**53 + 1,
-            "vendor_name": "7.10",
-            "description": "",
-            "notes": None,
-            "is_estimated": True,
-            "updated_at": "2026-01-01T06:15:00.016Z",
-        },
-        {
-            "id": 2,
-            "amount_cents": None,
-            "vendor_name": "12.50",
-            "description": 'a, "quoted" one',
-            "notes": "x",
-            "is_estimated": False,
-            "updated_at": "2026-01-02T00:00:00.000Z",
-        },
-    ]
-    store = Store(target, "csv")
-    store.apply_page(resource, first, WalkState(), done=True)
-    store.close()
-    types = dict(json.loads((target / "_airoi_columns.json").read_text())["cost_entries"])
-    assert types["amount_cents"] == "BIGINT" and types["vendor_name"] == "VARCHAR"
-    store = Store(target, "csv")
-    later = {**first[1], "id": 3, "vendor_name": "acct-9", "updated_at": "2026-01-03T00:00:00.000Z"}
-    store.apply_page(resource, [later], WalkState(), done=True)
-    store.close()
-    conn = duckdb.connect()
-    text = conn.execute(
-        "SELECT id, amount_cents, vendor_name, description, notes, is_estimated, updated_at "
-        "FROM read_csv(?, all_varchar = true, allow_quoted_nulls = false) ORDER BY id",
-        [str(target / "cost_entries.csv")],
-    ).fetchall()
-    conn.close()
-    assert text == [
-        ("1", str(2**53 + 1), "7.10", "", None, "true", "2026-01-01 06:15:00.016+00"),
-        ("2", None, "12.50", 'a, "quoted" one', "x", "false", "2026-01-02 00:00:00+00"),
-        ("3", None, "acct-9", 'a, "quoted" one', "x", "false", "2026-01-03 00:00:00+00"),
-    ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

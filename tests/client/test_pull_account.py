@@ -21,8 +21,9 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
+from airoi.client.copies.layout import STATE_FILE, STATE_TABLE, Format
+from airoi.client.copies.lists import RESOURCES
 from airoi.client.pull import pull
-from airoi.client.store import RESOURCES, STATE_FILE, STATE_TABLE, Format
 from airoi.client.walk import AnotherAccountsCopy, TwoAccountsCopy, UnprovenAccountCopy
 from airoi.settings import Settings
 from tests.client.conftest import (

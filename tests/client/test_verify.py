@@ -24,8 +24,8 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
+from airoi.client.copies.layout import Format
 from airoi.client.pull import pull
-from airoi.client.store import Format
 from airoi.load import load_bundle
 from tests.client.conftest import FIRST_LOAD, LATER
 from tests.factories import BundleBuilder
@@ -39,7 +39,6 @@ from airoi.client.verify import (  # noqa: E402 - needs duckdb, skipped above wi
     Unchecked,
     Verification,
     verify,
-    window_bounds,
 )
 
 FORMATS: list[Format] = ["duckdb", "parquet", "csv"]
@@ -515,15 +514,6 @@ def test_the_copy_is_only_read(base_url: str, world: World, tmp_path: Path) -> N
     before = target.read_bytes()
     verified(base_url, world, target)
     assert target.read_bytes() == before
-
-
-def test_windows_follow_r8() -> None:
-    # SEMANTICS R8: today minus N years (29 February becomes 28 February), plus one day.
-    assert window_bounds("all", date(2026, 6, 15)) is None
-    assert window_bounds("1yr", date(2026, 6, 15)) == (date(2025, 6, 16), date(2026, 6, 15))
-    assert window_bounds("1yr", date(2024, 2, 29)) == (date(2023, 3, 1), date(2024, 2, 29))
-    assert window_bounds("3yr", date(2028, 2, 29)) == (date(2025, 3, 1), date(2028, 2, 29))
-    assert window_bounds("5yr", date(2026, 1, 1)) == (date(2021, 1, 2), date(2026, 1, 1))
 
 
 def test_numbers_are_equal_by_value_and_nothing_else_is() -> None:

@@ -19,9 +19,10 @@ import pytest
 from sqlalchemy import Engine
 
 from airoi.client import Client
+from airoi.client.copies.layout import PENDING_FILE, Format
+from airoi.client.copies.lists import RESOURCES
 from airoi.client.errors import CopyError
 from airoi.client.pull import pull
-from airoi.client.store import PENDING_FILE, RESOURCES, Format
 from airoi.load import load_bundle
 from tests.client.conftest import ACCOUNT_ROWS, LATER, Account
 from tests.factories import BundleBuilder

@@ -23,8 +23,8 @@ work there).
 
 Nothing is created before the first write: a pull refused at its first request leaves no
 file and no directory. `--full-refresh` drops a list's copy with its walk's first batch.
-The copy itself (its tables or files, and the positions beside them) is
-`airoi.client.store`'s.
+The copy itself (its tables or files, and the positions beside them) is kept by
+`airoi.client.copies`.
 """
 
 from __future__ import annotations
@@ -39,17 +39,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from airoi.client.client import Client
+from airoi.client.copies.layout import BATCH_ROWS, Format
+from airoi.client.copies.lists import ACCOUNT, ACCOUNT_LIST, DELETIONS, RESOURCES, Resource
+from airoi.client.copies.protocol import CopyStore, open_store
 from airoi.client.errors import AiroiError
-from airoi.client.store import (
-    ACCOUNT,
-    ACCOUNT_LIST,
-    BATCH_ROWS,
-    DELETIONS,
-    RESOURCES,
-    Format,
-    Resource,
-    Store,
-)
 from airoi.client.walk import (
     ANOTHER_ACCOUNTS_CURSOR,
     EPOCH,
@@ -128,7 +121,7 @@ class AccountCheck:
     started over holds two accounts.
     """
 
-    def __init__(self, client: Client, store: Store) -> None:
+    def __init__(self, client: Client, store: CopyStore) -> None:
         self.client = client
         self.store = store
         # The lists the service continued (or served the copy's rows of) for the token.
@@ -286,7 +279,7 @@ def _began(
 
 def pull_resource(
     client: Client,
-    store: Store,
+    store: CopyStore,
     resource: Resource,
     progress: ProgressHook | None = None,
     *,
@@ -345,7 +338,7 @@ def pull_resource(
 
 def pull_deletions(
     client: Client,
-    store: Store,
+    store: CopyStore,
     progress: ProgressHook | None = None,
     *,
     batch_rows: int = BATCH_ROWS,
@@ -434,7 +427,7 @@ def pull(
         refresh = set(by_name)
         if refresh >= {resource.name for resource in RESOURCES}:
             refresh.add(DELETIONS)
-    store = Store(target, fmt, flush_rows=flush_rows, full_refresh=refresh)
+    store = open_store(target, fmt, flush_rows=flush_rows, full_refresh=refresh)
     try:
         order = walks(by_name.values())
         check = AccountCheck(client, store)
@@ -465,7 +458,7 @@ def pull(
 
 def _walk_all(
     client: Client,
-    store: Store,
+    store: CopyStore,
     order: list[str],
     by_name: dict[str, Resource],
     progress: ProgressHook | None,
@@ -495,7 +488,11 @@ def _walk_all(
 
 
 def _same_account(
-    client: Client, store: Store, starting_over: set[str], first: str | None, check: AccountCheck
+    client: Client,
+    store: CopyStore,
+    starting_over: set[str],
+    first: str | None,
+    check: AccountCheck,
 ) -> None:
     """Before anything is written, refuse a copy of another account than the token's: the
     copy's remembered positions are asked for a page each, and the service refuses a cursor

@@ -35,23 +35,19 @@ from typing import Any, Final, Literal
 import duckdb
 
 from airoi.client.client import Client
-from airoi.client.errors import CopyError
-from airoi.client.frames import rows_to_arrow
-from airoi.client.store import (
+from airoi.client.copies.layout import (
     BATCH_ROWS,
     COLUMNS_FILE,
-    DELETIONS,
     PENDING_FILE,
-    RESOURCES,
     STATE_FILE,
     STATE_TABLE,
     Format,
-    Resource,
-    csv_header,
-    first_row,
     saved_state,
-    typed_csv,
 )
+from airoi.client.copies.lists import DELETIONS, RESOURCES, Resource
+from airoi.client.copies.sql import csv_header, first_row, typed_csv
+from airoi.client.errors import CopyError
+from airoi.client.frames import rows_to_arrow
 from airoi.client.walk import Walk, WalkState
 
 Kind = Literal["missing", "extra", "different", "duplicate"]

@@ -111,9 +111,10 @@ def pull(
     from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn
 
     from airoi.client import AiroiError, Client
+    from airoi.client.copies.lists import DELETIONS
+    from airoi.client.copies.targets import check_target, format_for
     from airoi.client.pull import choose_resources, walks
     from airoi.client.pull import pull as run_pull
-    from airoi.client.store import DELETIONS, check_target, format_for
 
     # Read as text: a Path makes "" (a variable left unset) and "." (here) the same.
     if not to_text.strip():
