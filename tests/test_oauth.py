@@ -892,7 +892,7 @@ def test_codes_expire(oauth_client: Client, pats: dict[str, str], engine: Engine
 def test_the_oauth_writer_writes_only_oauth_tables(db_url: str, pats: dict[str, str]) -> None:
     from sqlalchemy import text
 
-    from airoi.oauth.grants import WriteOutsideOAuth, writer_engine
+    from airoi.oauth.writer import WriteOutsideOAuth, writer_engine
 
     writer = writer_engine(Settings(database_url=db_url))
     try:

@@ -2,17 +2,9 @@
 
 Everything a grant needs between two requests lives in the oauth_* tables (migration 0008),
 so that any worker of a store can answer any step: registered clients, codes not yet
-exchanged, access and refresh tokens. Every secret (client secret, code, token) is kept
-only as its SHA-256; each carries 256 random bits, so one hash is enough (as for personal
-tokens, airoi.tokens).
+exchanged, access and refresh tokens.
 
-Writing. The app's engine is read-only (airoi.db.engine), so that no handler can write. OAuth
-has to write, so it has a writer engine of its own, made on first use and held to the OAuth
-tables: every statement it runs is checked before it runs (`_only_oauth_writes`), and an
-INSERT, UPDATE or DELETE of any other table, or text SQL, is refused. A database role with
-rights on those tables alone would be stronger; it is the operator's to make (the service is
-given one database URL), so the check lives in the code beside the only code that writes.
-On a read-only hot standby these writes fail, and the OAuth steps that write answer 503.
+Writing goes through the OAuth writer (airoi.oauth.writer), held to the oauth_* tables.
 
 Bounds: at most MAX_CLIENTS registered clients. One never granted a code is removed after
 UNGRANTED_CLIENT_SECONDS (an hour: a person signs in minutes after their assistant
@@ -26,18 +18,15 @@ are removed as new ones are written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from anyio import to_thread
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -54,31 +43,24 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 from pydantic import AnyUrl
-from sqlalchemy import (
-    Connection,
-    Delete,
-    Engine,
-    Insert,
-    Update,
-    and_,
-    delete,
-    event,
-    func,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Select
 
 from airoi.auth import holder_refusal
-from airoi.db.engine import make_engine
 from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
+from airoi.oauth.writer import (
+    GrantRefused,
+    OAuthWriter,
+    digest,
+    epoch_of,
+    moment_of,
+    new_secret,
+)
 from airoi.settings import Settings
 from airoi.timeutil import utc_now
 from airoi.tokens import ACCESS_PREFIX
 
-OAUTH_TABLES = frozenset({oauth_clients.name, oauth_codes.name, oauth_tokens.name})
 MAX_CLIENTS = 10_000
 UNGRANTED_CLIENT_SECONDS = 3_600
 MAX_GRANTS_PER_TOKEN = 50
@@ -100,52 +82,8 @@ TOKEN_KINDS = ("access", "refresh")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
-def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def new_secret(prefix: str) -> str:
-    return prefix + secrets.token_urlsafe(32)
-
-
-def _epoch(moment: datetime) -> int:
-    return int((moment - datetime(1970, 1, 1)).total_seconds())
-
-
-def _moment(epoch: float) -> datetime:
-    return datetime(1970, 1, 1) + timedelta(seconds=epoch)
-
-
-class WriteOutsideOAuth(Exception):
-    """The OAuth writer engine was asked to write a table that is not OAuth's."""
-
-
-def _only_oauth_writes(
-    conn: Connection, clause: Any, multiparams: Any, params: Any, options: Any
-) -> None:
-    if isinstance(clause, Select):
-        return
-    if isinstance(clause, Insert | Update | Delete) and clause.table.name in OAUTH_TABLES:  # type: ignore[union-attr]
-        return
-    raise WriteOutsideOAuth("the OAuth writer runs selects and writes of the oauth_* tables only")
-
-
-def writer_engine(settings: Settings) -> Engine:
-    engine = make_engine(settings.database_url, statement_timeout_ms=settings.statement_timeout_ms)
-    event.listen(engine, "before_execute", _only_oauth_writes)
-    return engine
-
-
 class RequestUsed(Exception):
     """A code was issued for this sign-in request already."""
-
-
-class GrantRefused(Exception):
-    """An SDK error (TokenError, RegistrationError) raised inside a transaction."""
-
-    def __init__(self, error: TokenError | RegistrationError) -> None:
-        super().__init__(error.error)
-        self.error = error
 
 
 class RegisteredClient(OAuthClientInformationFull):
@@ -191,8 +129,6 @@ def redirect_uri_refusal(uri: str) -> str | None:
         return None
     return "A redirect URI must be https, or http on a loopback host (127.0.0.1, localhost, [::1])."
 
-
-T = TypeVar("T")
 
 # The `resource` parameters (RFC 8707) of the token request being answered, set by the token
 # endpoint (airoi.oauth.routes): the SDK's handler does not pass them on.
@@ -251,39 +187,15 @@ class OAuthStore:
     """
 
     def __init__(self, settings: Settings, resource: Callable[[], str]) -> None:
-        self._settings = settings
+        self._writer = OAuthWriter(settings)
         self._resource = resource
-        self._engine: Engine | None = None
-        self._lock = threading.Lock()
         # Made by airoi.oauth.routes: the URL of the sign-in page for a pending request.
         self.sign_in_url: Callable[
             [OAuthClientInformationFull, AuthorizationParams], Awaitable[str]
         ]
 
-    @property
-    def engine(self) -> Engine:
-        with self._lock:
-            if self._engine is None:
-                self._engine = writer_engine(self._settings)
-            return self._engine
-
     def close(self) -> None:
-        with self._lock:
-            if self._engine is not None:
-                self._engine.dispose()
-                self._engine = None
-
-    async def _write(self, work: Callable[[Connection], T]) -> T:
-        def run() -> T:
-            with self.engine.begin() as conn:
-                return work(conn)
-
-        try:
-            return await to_thread.run_sync(run)
-        except GrantRefused as refused:
-            # The SDK's errors are frozen dataclasses, which a context manager cannot give a
-            # traceback to: raised out here, after the transaction rolled back.
-            raise refused.error from None
+        self._writer.close()
 
     # --- clients (RFC 7591) -----------------------------------------------------------
 
@@ -307,7 +219,7 @@ class OAuthStore:
                 }
             )
 
-        return await self._write(read)
+        return await self._writer.transaction(read)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         uris = [str(uri) for uri in client_info.redirect_uris or ()]
@@ -375,7 +287,7 @@ class OAuthStore:
                 )
             )
 
-        await self._write(write)
+        await self._writer.transaction(write)
 
     # --- authorization (the sign-in page makes the code) -------------------------------
 
@@ -408,7 +320,7 @@ class OAuthStore:
         code = new_secret(CODE_PREFIX)
         now = utc_now()
         try:
-            with self.engine.begin() as conn:
+            with self._writer.engine.begin() as conn:
                 conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
                 conn.execute(
                     delete(oauth_tokens).where(
@@ -487,7 +399,7 @@ class OAuthStore:
             return PendingCode(
                 code=authorization_code,
                 scopes=row.scopes.split(),
-                expires_at=float(_epoch(row.expires_at)),
+                expires_at=float(epoch_of(row.expires_at)),
                 client_id=row.client_id,
                 code_challenge=row.code_challenge,
                 redirect_uri=AnyUrl(row.redirect_uri),
@@ -496,7 +408,7 @@ class OAuthStore:
                 pat_hash=row.pat_hash,
             )
 
-        return await self._write(read)
+        return await self._writer.transaction(read)
 
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: PendingCode
@@ -534,13 +446,13 @@ class OAuthStore:
                     pat_hash=authorization_code.pat_hash,
                     resource=authorization_code.resource or self._resource(),
                     scopes=SCOPE,
-                    expires_at=_moment(authorization_code.expires_at),
+                    expires_at=moment_of(authorization_code.expires_at),
                     used_at=utc_now(),
                 )
             )
             return issued
 
-        return await self._write(write)
+        return await self._writer.transaction(write)
 
     def _grant(
         self, conn: Connection, client_id: str, pat_hash: str, resource: str, grant_id: str
@@ -628,13 +540,13 @@ class OAuthStore:
                 token=refresh_token,
                 client_id=row.client_id,
                 scopes=row.scopes.split(),
-                expires_at=_epoch(row.expires_at),
+                expires_at=epoch_of(row.expires_at),
                 resource=row.resource,
                 pat_hash=row.pat_hash,
                 grant_id=row.grant_id,
             )
 
-        return await self._write(read)
+        return await self._writer.transaction(read)
 
     async def exchange_refresh_token(
         self,
@@ -681,7 +593,7 @@ class OAuthStore:
                 refresh_token.grant_id,
             )
 
-        return await self._write(write)
+        return await self._writer.transaction(write)
 
     # --- the rest of the protocol ------------------------------------------------------
 
@@ -694,17 +606,17 @@ class OAuthStore:
                     oauth_tokens.c.token_hash == digest(token), oauth_tokens.c.kind == "access"
                 )
             ).first()
-            if row is None or _epoch(row.expires_at) <= time.time():
+            if row is None or epoch_of(row.expires_at) <= time.time():
                 return None
             return AccessToken(
                 token=token,
                 client_id=row.client_id,
                 scopes=row.scopes.split(),
-                expires_at=_epoch(row.expires_at),
+                expires_at=epoch_of(row.expires_at),
                 resource=row.resource,
             )
 
-        return await self._write(read)
+        return await self._writer.transaction(read)
 
     async def exchange_identity_assertion(
         self, client: OAuthClientInformationFull, params: IdentityAssertionParams
@@ -715,7 +627,7 @@ class OAuthStore:
         grant_id = getattr(token, "grant_id", None)
         if grant_id is None:
             return
-        await self._write(
+        await self._writer.transaction(
             lambda conn: conn.execute(
                 delete(oauth_tokens).where(oauth_tokens.c.grant_id == grant_id)
             )

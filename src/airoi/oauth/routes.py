@@ -53,7 +53,6 @@ from airoi.oauth.grants import (
     MAX_STATE_LENGTH,
     SCOPE,
     OAuthStore,
-    digest,
     requested_resources,
 )
 from airoi.oauth.signin import SignInPage, notice
@@ -64,6 +63,7 @@ from airoi.oauth.urls import (
     base_url,
     resource_of,
 )
+from airoi.oauth.writer import digest
 from airoi.observability import request_context
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings

@@ -39,8 +39,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from airoi.auth import Principal, authenticate
 from airoi.db.secret import read_store_secret, signing_secret
 from airoi.errors import ApiError
-from airoi.oauth.grants import OAuthStore, RequestUsed, digest
+from airoi.oauth.grants import OAuthStore, RequestUsed
 from airoi.oauth.urls import resource_of
+from airoi.oauth.writer import digest
 from airoi.settings import Settings
 
 REQUEST_SECONDS = 600
