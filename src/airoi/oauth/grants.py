@@ -6,19 +6,14 @@ exchanged, access and refresh tokens.
 
 Writing goes through the OAuth writer (airoi.oauth.writer), held to the oauth_* tables.
 
-Bounds: at most MAX_CLIENTS registered clients. One never granted a code is removed after
-UNGRANTED_CLIENT_SECONDS (an hour: a person signs in minutes after their assistant
-registers), and at the bound a registration removes the oldest never granted to make room,
-so that a flood of registrations (each address is also rate limited, airoi.oauth.routes)
-cannot lock out a new assistant: it is refused only when every client holds a grant. At
-most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), codes live
-CODE_SECONDS, access tokens ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows
-are removed as new ones are written.
+Registered clients and their bounds are airoi.oauth.clients'. At most MAX_GRANTS_PER_TOKEN
+live grants per personal token (the oldest ends), codes live CODE_SECONDS, access tokens
+ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows are removed as new ones are
+written.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -34,14 +29,9 @@ from mcp.server.auth.provider import (
     AuthorizeError,
     IdentityAssertionParams,
     RefreshToken,
-    RegistrationError,
     TokenError,
 )
-from mcp.shared.auth import (
-    InvalidRedirectUriError,
-    OAuthClientInformationFull,
-    OAuthToken,
-)
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -49,6 +39,7 @@ from sqlalchemy.sql import Select
 
 from airoi.auth import holder_refusal
 from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
+from airoi.oauth.clients import SCOPE, RegisteredClients
 from airoi.oauth.writer import (
     GrantRefused,
     OAuthWriter,
@@ -61,16 +52,11 @@ from airoi.settings import Settings
 from airoi.timeutil import utc_now
 from airoi.tokens import ACCESS_PREFIX
 
-MAX_CLIENTS = 10_000
-UNGRANTED_CLIENT_SECONDS = 3_600
 MAX_GRANTS_PER_TOKEN = 50
 CODE_SECONDS = 300
 ACCESS_SECONDS = 3_600
 REFRESH_SECONDS = 30 * 86_400
-MAX_REDIRECT_URIS = 10
-MAX_URI_LENGTH = 2_000
 MAX_STATE_LENGTH = 1_000
-SCOPE = "mcp"  # the one scope granted: the tools of SPEC 4.B, read-only
 # Prefixes that tell the kinds apart (and from a personal token, "airoi_") in a log or a paste.
 REFRESH_PREFIX = "airoi-rt_"
 CODE_PREFIX = "airoi-ac_"
@@ -79,27 +65,10 @@ CODE_PREFIX = "airoi-ac_"
 USED_CODE = "code"
 USED_SIGN_IN = "sign-in"
 TOKEN_KINDS = ("access", "refresh")
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
 class RequestUsed(Exception):
     """A code was issued for this sign-in request already."""
-
-
-class RegisteredClient(OAuthClientInformationFull):
-    """A client as the SDK's handlers see it: `client_secret` holds the secret's hash (the
-    token endpoint's authenticator compares hashes, airoi.oauth.routes), every request is
-    granted the one scope, and the redirect URI must be given and registered exactly."""
-
-    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
-        return [SCOPE]
-
-    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
-        if redirect_uri is None:
-            raise InvalidRedirectUriError("redirect_uri is required.")
-        if str(redirect_uri) not in {str(uri) for uri in self.redirect_uris or ()}:
-            raise InvalidRedirectUriError("redirect_uri is not one registered for this client.")
-        return redirect_uri
 
 
 class PendingCode(AuthorizationCode):
@@ -109,25 +78,6 @@ class PendingCode(AuthorizationCode):
 class HeldRefreshToken(RefreshToken):
     pat_hash: str
     grant_id: str
-
-
-def redirect_uri_refusal(uri: str) -> str | None:
-    """Why a redirect URI cannot be registered (https, or http on a loopback host), or None."""
-    from urllib.parse import urlsplit
-
-    if len(uri) > MAX_URI_LENGTH:
-        return f"A redirect URI is longer than {MAX_URI_LENGTH} characters."
-    parts = urlsplit(uri)
-    if parts.fragment or "#" in uri:
-        return "A redirect URI must not have a fragment."
-    if "@" in parts.netloc:  # https://localhost@evil.example/ goes to evil.example
-        return "A redirect URI must not hold a user name or password before its host."
-    host = (parts.hostname or "").lower()
-    if parts.scheme == "https" and host:
-        return None
-    if parts.scheme == "http" and (host in LOOPBACK_HOSTS or f"[{host}]" in LOOPBACK_HOSTS):
-        return None
-    return "A redirect URI must be https, or http on a loopback host (127.0.0.1, localhost, [::1])."
 
 
 # The `resource` parameters (RFC 8707) of the token request being answered, set by the token
@@ -188,6 +138,7 @@ class OAuthStore:
 
     def __init__(self, settings: Settings, resource: Callable[[], str]) -> None:
         self._writer = OAuthWriter(settings)
+        self._clients = RegisteredClients(self._writer)
         self._resource = resource
         # Made by airoi.oauth.routes: the URL of the sign-in page for a pending request.
         self.sign_in_url: Callable[
@@ -200,94 +151,10 @@ class OAuthStore:
     # --- clients (RFC 7591) -----------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        if not 1 <= len(client_id) <= 64:
-            return None
-
-        def read(conn: Connection) -> OAuthClientInformationFull | None:
-            row = conn.execute(
-                select(oauth_clients.c.secret_hash, oauth_clients.c.registration).where(
-                    oauth_clients.c.client_id == client_id
-                )
-            ).first()
-            if row is None:
-                return None
-            return RegisteredClient.model_validate(
-                {
-                    **json.loads(row.registration),
-                    "client_id": client_id,
-                    "client_secret": row.secret_hash,
-                }
-            )
-
-        return await self._writer.transaction(read)
+        return await self._clients.get(client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        uris = [str(uri) for uri in client_info.redirect_uris or ()]
-        if not uris or len(uris) > MAX_REDIRECT_URIS:
-            raise RegistrationError(
-                "invalid_redirect_uri", f"Give from 1 to {MAX_REDIRECT_URIS} redirect URIs."
-            )
-        for uri in uris:
-            refusal = redirect_uri_refusal(uri)
-            if refusal is not None:
-                raise RegistrationError("invalid_redirect_uri", refusal)
-        # The one scope granted is the one registered, and the one the answer echoes (RFC
-        # 7591 3.2.1: a requested value may be replaced): a client that asked for another is
-        # not told it has it.
-        client_info.scope = SCOPE
-        registration = client_info.model_dump(
-            mode="json",
-            exclude_none=True,
-            exclude={"client_id", "client_secret"},
-        )
-        secret = client_info.client_secret
-        now = utc_now()
-
-        def write(conn: Connection) -> None:
-            never_granted = and_(
-                oauth_clients.c.granted_at.is_(None),
-                ~select(oauth_codes.c.code_hash)
-                .where(oauth_codes.c.client_id == oauth_clients.c.client_id)
-                .exists(),
-            )
-            conn.execute(
-                delete(oauth_clients).where(
-                    never_granted,
-                    oauth_clients.c.created_at < now - timedelta(seconds=UNGRANTED_CLIENT_SECONDS),
-                )
-            )
-            count = conn.execute(select(func.count()).select_from(oauth_clients)).scalar_one()
-            if count >= MAX_CLIENTS:
-                # Room made from the oldest clients never granted a code (a flood's).
-                oldest = (
-                    select(oauth_clients.c.client_id)
-                    .where(never_granted)
-                    .order_by(oauth_clients.c.created_at, oauth_clients.c.client_id)
-                    .limit(count - MAX_CLIENTS + 1)
-                )
-                ids = [row[0] for row in conn.execute(oldest)]
-                if ids:
-                    count -= conn.execute(
-                        delete(oauth_clients).where(oauth_clients.c.client_id.in_(ids))
-                    ).rowcount
-            if count >= MAX_CLIENTS:
-                raise GrantRefused(
-                    RegistrationError(
-                        "invalid_client_metadata",
-                        "This server holds as many registered clients as it takes; try later.",
-                    )
-                )
-            conn.execute(
-                insert(oauth_clients).values(
-                    client_id=client_info.client_id,
-                    secret_hash=digest(secret) if secret else None,
-                    registration=json.dumps(registration, separators=(",", ":")),
-                    created_at=now,
-                    granted_at=None,
-                )
-            )
-
-        await self._writer.transaction(write)
+        await self._clients.register(client_info)
 
     # --- authorization (the sign-in page makes the code) -------------------------------
 

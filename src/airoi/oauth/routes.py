@@ -49,12 +49,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import request_response
 
 from airoi.errors import ApiError
-from airoi.oauth.grants import (
-    MAX_STATE_LENGTH,
-    SCOPE,
-    OAuthStore,
-    requested_resources,
-)
+from airoi.oauth.clients import SCOPE
+from airoi.oauth.grants import MAX_STATE_LENGTH, OAuthStore, requested_resources
 from airoi.oauth.signin import SignInPage, notice
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
@@ -452,7 +448,7 @@ class OAuthRoutes:
         token = CheckedTokenHandler(self.store, HashedSecretAuthenticator(self.store))
         # Registration, the token endpoint and the sign-in form take no token and write: a
         # budget per client address, so that one caller cannot fill the registered clients
-        # or wear the store down (the bound on clients, airoi.oauth.grants, is the backstop).
+        # or wear the store down (the bound on clients, airoi.oauth.clients, is the backstop).
         self.limiter = RateLimiter(settings.oauth_rate_limit, settings.redis_url)
         authorize = CheckedAuthorizationHandler(self.store)
         self.route_handlers: list[ASGIRouteHandler] = [
