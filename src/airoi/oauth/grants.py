@@ -6,8 +6,8 @@ exchanged, access and refresh tokens.
 
 Writing goes through the OAuth writer (airoi.oauth.writer), held to the oauth_* tables.
 
-Registered clients and their bounds are airoi.oauth.clients'. At most MAX_GRANTS_PER_TOKEN
-live grants per personal token (the oldest ends), codes live CODE_SECONDS, access tokens
+Registered clients and their bounds are airoi.oauth.clients', codes airoi.oauth.codes'. At
+most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), access tokens live
 ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows are removed as new ones are
 written.
 """
@@ -24,22 +24,19 @@ from typing import Any
 
 from mcp.server.auth.provider import (
     AccessToken,
-    AuthorizationCode,
     AuthorizationParams,
-    AuthorizeError,
     IdentityAssertionParams,
     RefreshToken,
     TokenError,
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from pydantic import AnyUrl
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Select
 
 from airoi.auth import holder_refusal
-from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
+from airoi.db.tables import accounts, oauth_codes, oauth_tokens, tokens, users
 from airoi.oauth.clients import SCOPE, RegisteredClients
+from airoi.oauth.codes import USED_CODE, AuthorizationCodes, PendingCode
 from airoi.oauth.writer import (
     GrantRefused,
     OAuthWriter,
@@ -53,26 +50,12 @@ from airoi.timeutil import utc_now
 from airoi.tokens import ACCESS_PREFIX
 
 MAX_GRANTS_PER_TOKEN = 50
-CODE_SECONDS = 300
 ACCESS_SECONDS = 3_600
 REFRESH_SECONDS = 30 * 86_400
-MAX_STATE_LENGTH = 1_000
-# Prefixes that tell the kinds apart (and from a personal token, "airoi_") in a log or a paste.
+# Tells a refresh token apart (from a code, "airoi-ac_", and a personal token, "airoi_") in a
+# log or a paste.
 REFRESH_PREFIX = "airoi-rt_"
-CODE_PREFIX = "airoi-ac_"
-# oauth_tokens.kind of a code once exchanged (kept to tell a replay, never a token), and of
-# a sign-in request a code was issued for (kept until it expires, so that it issues one).
-USED_CODE = "code"
-USED_SIGN_IN = "sign-in"
 TOKEN_KINDS = ("access", "refresh")
-
-
-class RequestUsed(Exception):
-    """A code was issued for this sign-in request already."""
-
-
-class PendingCode(AuthorizationCode):
-    pat_hash: str
 
 
 class HeldRefreshToken(RefreshToken):
@@ -138,7 +121,8 @@ class OAuthStore:
 
     def __init__(self, settings: Settings, resource: Callable[[], str]) -> None:
         self._writer = OAuthWriter(settings)
-        self._clients = RegisteredClients(self._writer)
+        self.clients = RegisteredClients(self._writer)
+        self.codes = AuthorizationCodes(self._writer, resource)
         self._resource = resource
         # Made by airoi.oauth.routes: the URL of the sign-in page for a pending request.
         self.sign_in_url: Callable[
@@ -151,131 +135,23 @@ class OAuthStore:
     # --- clients (RFC 7591) -----------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        return await self._clients.get(client_id)
+        return await self.clients.get(client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        await self._clients.register(client_info)
+        await self.clients.register(client_info)
 
     # --- authorization (the sign-in page makes the code) -------------------------------
 
     async def authorize(
         self, client: OAuthClientInformationFull, params: AuthorizationParams
     ) -> str:
-        if len(params.state or "") > MAX_STATE_LENGTH:
-            raise AuthorizeError("invalid_request", "The state is too long.")
-        if not 43 <= len(params.code_challenge) <= 128:
-            raise AuthorizeError("invalid_request", "The code_challenge is not an S256 challenge.")
-        expected = self._resource()
-        if params.resource is not None and params.resource.rstrip("/") != expected:
-            # RFC 8707: a token is only issued for this server's /mcp.
-            raise AuthorizeError("invalid_target", f"The resource must be {expected}.")
+        self.codes.check_request(params)
         return await self.sign_in_url(client, params)
-
-    def issue_code(
-        self,
-        client_id: str,
-        redirect_uri: str,
-        code_challenge: str,
-        resource: str,
-        pat_hash: str,
-        request_hash: str,
-        request_expires_at: datetime,
-    ) -> str:
-        """A code for a personal token the sign-in page found good (in a worker thread), once
-        for the signed request whose hash is `request_hash`: RequestUsed when one was issued
-        for it already (the row that says so lives until the request expires)."""
-        code = new_secret(CODE_PREFIX)
-        now = utc_now()
-        try:
-            with self._writer.engine.begin() as conn:
-                conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
-                conn.execute(
-                    delete(oauth_tokens).where(
-                        oauth_tokens.c.kind == USED_SIGN_IN, oauth_tokens.c.expires_at < now
-                    )
-                )
-                used = conn.execute(
-                    select(oauth_tokens.c.token_hash).where(
-                        oauth_tokens.c.token_hash == request_hash
-                    )
-                ).first()
-                if used is not None:
-                    raise RequestUsed
-                granted = conn.execute(
-                    update(oauth_clients)
-                    .where(oauth_clients.c.client_id == client_id)
-                    .values(granted_at=func.coalesce(oauth_clients.c.granted_at, now))
-                )
-                if not granted.rowcount:
-                    raise LookupError("the client is no longer registered")
-                conn.execute(
-                    insert(oauth_codes).values(
-                        code_hash=digest(code),
-                        client_id=client_id,
-                        pat_hash=pat_hash,
-                        redirect_uri=redirect_uri,
-                        code_challenge=code_challenge,
-                        resource=resource,
-                        scopes=SCOPE,
-                        expires_at=now + timedelta(seconds=CODE_SECONDS),
-                    )
-                )
-                conn.execute(
-                    insert(oauth_tokens).values(
-                        token_hash=request_hash,
-                        kind=USED_SIGN_IN,
-                        grant_id=request_hash,
-                        client_id=client_id,
-                        pat_hash=pat_hash,
-                        resource=resource,
-                        scopes=SCOPE,
-                        expires_at=request_expires_at,
-                        used_at=now,
-                    )
-                )
-        except IntegrityError:
-            # Another POST of the same request wrote its row first.
-            raise RequestUsed from None
-        return code
 
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> PendingCode | None:
-        def read(conn: Connection) -> PendingCode | None:
-            row = conn.execute(
-                select(oauth_codes).where(
-                    oauth_codes.c.code_hash == digest(authorization_code),
-                    oauth_codes.c.client_id == client.client_id,
-                )
-            ).first()
-            if row is None:
-                used = conn.execute(
-                    select(oauth_tokens.c.grant_id).where(
-                        oauth_tokens.c.token_hash == digest(authorization_code),
-                        oauth_tokens.c.kind == USED_CODE,
-                        oauth_tokens.c.client_id == client.client_id,
-                    )
-                ).first()
-                if used is not None:
-                    # A code presented after it was exchanged: someone else holds a copy, so
-                    # the tokens issued on its first use end (OAuth 2.1, 4.1.3).
-                    conn.execute(
-                        delete(oauth_tokens).where(oauth_tokens.c.grant_id == used.grant_id)
-                    )
-                return None
-            return PendingCode(
-                code=authorization_code,
-                scopes=row.scopes.split(),
-                expires_at=float(epoch_of(row.expires_at)),
-                client_id=row.client_id,
-                code_challenge=row.code_challenge,
-                redirect_uri=AnyUrl(row.redirect_uri),
-                redirect_uri_provided_explicitly=True,
-                resource=row.resource,
-                pat_hash=row.pat_hash,
-            )
-
-        return await self._writer.transaction(read)
+        return await self.codes.load(client, authorization_code)
 
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: PendingCode

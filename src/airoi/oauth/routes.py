@@ -50,7 +50,8 @@ from starlette.routing import request_response
 
 from airoi.errors import ApiError
 from airoi.oauth.clients import SCOPE
-from airoi.oauth.grants import MAX_STATE_LENGTH, OAuthStore, requested_resources
+from airoi.oauth.codes import MAX_STATE_LENGTH
+from airoi.oauth.grants import OAuthStore, requested_resources
 from airoi.oauth.signin import SignInPage, notice
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
@@ -439,7 +440,7 @@ class OAuthRoutes:
     def __init__(self, engine: Engine, settings: Settings) -> None:
         self.settings = settings
         self.store = OAuthStore(settings, lambda: resource_of(current_base()))
-        self.page = SignInPage(engine, settings, self.store, current_base)
+        self.page = SignInPage(engine, settings, self.store.clients, self.store.codes, current_base)
         self.store.sign_in_url = self.page.url_for
         registration = CheckedRegistrationHandler(
             self.store,
