@@ -1,51 +1,33 @@
-"""The OAuth state in the store, and the SDK's provider protocol over it.
+"""Grants: the access and refresh tokens a code's exchange issues under a personal token,
+rotated at each refresh, ended together by a revocation or by a replay of their code or of a
+used refresh token.
 
-Everything a grant needs between two requests lives in the oauth_* tables (migration 0008),
-so that any worker of a store can answer any step: registered clients, codes not yet
-exchanged, access and refresh tokens.
-
-Writing goes through the OAuth writer (airoi.oauth.writer), held to the oauth_* tables.
-
-Registered clients and their bounds are airoi.oauth.clients', codes airoi.oauth.codes'. At
-most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), access tokens live
-ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows are removed as new ones are
-written.
+At most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), access tokens
+live ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows are removed as new ones are
+written. A token is issued only while its personal token is usable and its account's plan
+includes API access, as /mcp would take it.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from mcp.server.auth.provider import (
-    AccessToken,
-    AuthorizationParams,
-    IdentityAssertionParams,
-    RefreshToken,
-    TokenError,
-)
+from mcp.server.auth.provider import AccessToken, RefreshToken, TokenError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from sqlalchemy.sql import Select
 
 from airoi.auth import holder_refusal
 from airoi.db.tables import accounts, oauth_codes, oauth_tokens, tokens, users
-from airoi.oauth.clients import SCOPE, RegisteredClients
-from airoi.oauth.codes import USED_CODE, AuthorizationCodes, PendingCode
-from airoi.oauth.writer import (
-    GrantRefused,
-    OAuthWriter,
-    digest,
-    epoch_of,
-    moment_of,
-    new_secret,
-)
-from airoi.settings import Settings
+from airoi.oauth.clients import SCOPE
+from airoi.oauth.codes import USED_CODE, PendingCode
+from airoi.oauth.writer import GrantRefused, OAuthWriter, digest, epoch_of, moment_of, new_secret
 from airoi.timeutil import utc_now
 from airoi.tokens import ACCESS_PREFIX
 
@@ -112,48 +94,20 @@ def holder_of(conn: Connection, pat_hash: str, now: datetime) -> Holder | None:
     return Holder(user_id, account_id, usable, bool(api_access))
 
 
-class OAuthStore:
-    """The SDK's OAuthAuthorizationServerProvider over the store, for one app.
+class Grants:
+    """The grants in oauth_tokens: the access and refresh tokens a code's exchange issues,
+    rotated at each refresh, ended together.
 
-    `resource` says, for the request being answered, the resource identifier of its /mcp
-    (RFC 8707): it depends on the Host the request came to unless AIROI_PUBLIC_URL fixes it.
+    `resource` says, for the request being answered, the resource identifier of its /mcp.
     """
 
-    def __init__(self, settings: Settings, resource: Callable[[], str]) -> None:
-        self._writer = OAuthWriter(settings)
-        self.clients = RegisteredClients(self._writer)
-        self.codes = AuthorizationCodes(self._writer, resource)
+    def __init__(self, writer: OAuthWriter, resource: Callable[[], str]) -> None:
+        self._writer = writer
         self._resource = resource
-        # Made by airoi.oauth.routes: the URL of the sign-in page for a pending request.
-        self.sign_in_url: Callable[
-            [OAuthClientInformationFull, AuthorizationParams], Awaitable[str]
-        ]
 
-    def close(self) -> None:
-        self._writer.close()
+    # --- issuing -----------------------------------------------------------------------
 
-    # --- clients (RFC 7591) -----------------------------------------------------------
-
-    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        return await self.clients.get(client_id)
-
-    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        await self.clients.register(client_info)
-
-    # --- authorization (the sign-in page makes the code) -------------------------------
-
-    async def authorize(
-        self, client: OAuthClientInformationFull, params: AuthorizationParams
-    ) -> str:
-        self.codes.check_request(params)
-        return await self.sign_in_url(client, params)
-
-    async def load_authorization_code(
-        self, client: OAuthClientInformationFull, authorization_code: str
-    ) -> PendingCode | None:
-        return await self.codes.load(client, authorization_code)
-
-    async def exchange_authorization_code(
+    async def exchange_code(
         self, client: OAuthClientInformationFull, authorization_code: PendingCode
     ) -> OAuthToken:
         check_target(authorization_code.resource or self._resource())
@@ -171,7 +125,7 @@ class OAuthStore:
                     TokenError("invalid_grant", "The authorization code has been used.")
                 )
             grant_id = secrets.token_hex(16)
-            issued = self._grant(
+            issued = self._issue_tokens(
                 conn,
                 client.client_id,
                 authorization_code.pat_hash,
@@ -179,7 +133,7 @@ class OAuthStore:
                 grant_id,
             )
             # The code's hash is kept with the grant until the code would have expired, to
-            # tell a replay of it (load_authorization_code); it is never taken as a token.
+            # tell a replay of it (AuthorizationCodes.load); it is never taken as a token.
             conn.execute(
                 insert(oauth_tokens).values(
                     token_hash=digest(authorization_code.code),
@@ -197,7 +151,7 @@ class OAuthStore:
 
         return await self._writer.transaction(write)
 
-    def _grant(
+    def _issue_tokens(
         self, conn: Connection, client_id: str, pat_hash: str, resource: str, grant_id: str
     ) -> OAuthToken:
         now = utc_now()
@@ -291,11 +245,8 @@ class OAuthStore:
 
         return await self._writer.transaction(read)
 
-    async def exchange_refresh_token(
-        self,
-        client: OAuthClientInformationFull,
-        refresh_token: HeldRefreshToken,
-        scopes: list[str],
+    async def refresh(
+        self, client: OAuthClientInformationFull, refresh_token: HeldRefreshToken
     ) -> OAuthToken:
         check_target(refresh_token.resource or self._resource())
 
@@ -328,7 +279,7 @@ class OAuthStore:
                     )
                 )
             )
-            return self._grant(
+            return self._issue_tokens(
                 conn,
                 client.client_id,
                 refresh_token.pat_hash,
@@ -338,7 +289,7 @@ class OAuthStore:
 
         return await self._writer.transaction(write)
 
-    # --- the rest of the protocol ------------------------------------------------------
+    # --- access tokens -----------------------------------------------------------------
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         """Unused: /mcp checks access tokens itself, with their personal token (airoi.auth)."""
@@ -361,12 +312,9 @@ class OAuthStore:
 
         return await self._writer.transaction(read)
 
-    async def exchange_identity_assertion(
-        self, client: OAuthClientInformationFull, params: IdentityAssertionParams
-    ) -> OAuthToken:
-        raise TokenError("unsupported_grant_type", "Only authorization_code and refresh_token.")
+    # --- revocation --------------------------------------------------------------------
 
-    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+    async def revoke(self, token: AccessToken | RefreshToken) -> None:
         grant_id = getattr(token, "grant_id", None)
         if grant_id is None:
             return
