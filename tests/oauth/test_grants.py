@@ -892,7 +892,7 @@ def test_codes_expire(oauth_client: Client, pats: dict[str, str], engine: Engine
 def test_the_oauth_writer_writes_only_oauth_tables(db_url: str, pats: dict[str, str]) -> None:
     from sqlalchemy import text
 
-    from airoi.oauth.grants import WriteOutsideOAuth, writer_engine
+    from airoi.oauth.writer import WriteOutsideOAuth, writer_engine
 
     writer = writer_engine(Settings(database_url=db_url))
     try:
@@ -913,9 +913,9 @@ def test_the_oauth_writer_writes_only_oauth_tables(db_url: str, pats: dict[str, 
 def test_registered_clients_are_bounded(
     oauth_client: Client, engine: Engine, pats: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airoi.oauth import grants as oauth_grants
+    from airoi.oauth import clients as registered_clients
 
-    monkeypatch.setattr(oauth_grants, "MAX_CLIENTS", 2)
+    monkeypatch.setattr(registered_clients, "MAX_CLIENTS", 2)
     granted, _ = grant(oauth_client, pats["owner"])
     flood = register(oauth_client)
     # At the bound a new client takes the place of the oldest never granted a code, so a

@@ -1,198 +1,49 @@
-"""The OAuth state in the store, and the SDK's provider protocol over it.
+"""Grants: the access and refresh tokens a code's exchange issues under a personal token,
+rotated at each refresh, ended together by a revocation or by a replay of their code or of a
+used refresh token.
 
-Everything a grant needs between two requests lives in the oauth_* tables (migration 0008),
-so that any worker of a store can answer any step: registered clients, codes not yet
-exchanged, access and refresh tokens. Every secret (client secret, code, token) is kept
-only as its SHA-256; each carries 256 random bits, so one hash is enough (as for personal
-tokens, airoi.tokens).
-
-Writing. The app's engine is read-only (airoi.db.engine), so that no handler can write. OAuth
-has to write, so it has a writer engine of its own, made on first use and held to the OAuth
-tables: every statement it runs is checked before it runs (`_only_oauth_writes`), and an
-INSERT, UPDATE or DELETE of any other table, or text SQL, is refused. A database role with
-rights on those tables alone would be stronger; it is the operator's to make (the service is
-given one database URL), so the check lives in the code beside the only code that writes.
-On a read-only hot standby these writes fail, and the OAuth steps that write answer 503.
-
-Bounds: at most MAX_CLIENTS registered clients. One never granted a code is removed after
-UNGRANTED_CLIENT_SECONDS (an hour: a person signs in minutes after their assistant
-registers), and at the bound a registration removes the oldest never granted to make room,
-so that a flood of registrations (each address is also rate limited, airoi.oauth.routes)
-cannot lock out a new assistant: it is refused only when every client holds a grant. At
-most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), codes live
-CODE_SECONDS, access tokens ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows
-are removed as new ones are written.
+At most MAX_GRANTS_PER_TOKEN live grants per personal token (the oldest ends), access tokens
+live ACCESS_SECONDS, refresh tokens REFRESH_SECONDS; expired rows are removed as new ones are
+written. A token is issued only while its personal token is usable and its account's plan
+includes API access, as /mcp would take it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import secrets
-import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from anyio import to_thread
-from mcp.server.auth.provider import (
-    AccessToken,
-    AuthorizationCode,
-    AuthorizationParams,
-    AuthorizeError,
-    IdentityAssertionParams,
-    RefreshToken,
-    RegistrationError,
-    TokenError,
-)
-from mcp.shared.auth import (
-    InvalidRedirectUriError,
-    OAuthClientInformationFull,
-    OAuthToken,
-)
-from pydantic import AnyUrl
-from sqlalchemy import (
-    Connection,
-    Delete,
-    Engine,
-    Insert,
-    Update,
-    and_,
-    delete,
-    event,
-    func,
-    insert,
-    select,
-    update,
-)
-from sqlalchemy.exc import IntegrityError
+from mcp.server.auth.provider import AccessToken, RefreshToken, TokenError
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from sqlalchemy.sql import Select
 
 from airoi.auth import holder_refusal
-from airoi.db.engine import make_engine
-from airoi.db.tables import accounts, oauth_clients, oauth_codes, oauth_tokens, tokens, users
-from airoi.settings import Settings
+from airoi.db.tables import accounts, oauth_codes, oauth_tokens, tokens, users
+from airoi.oauth.clients import SCOPE
+from airoi.oauth.codes import USED_CODE, PendingCode
+from airoi.oauth.writer import GrantRefused, OAuthWriter, digest, epoch_of, moment_of, new_secret
 from airoi.timeutil import utc_now
 from airoi.tokens import ACCESS_PREFIX
 
-OAUTH_TABLES = frozenset({oauth_clients.name, oauth_codes.name, oauth_tokens.name})
-MAX_CLIENTS = 10_000
-UNGRANTED_CLIENT_SECONDS = 3_600
 MAX_GRANTS_PER_TOKEN = 50
-CODE_SECONDS = 300
 ACCESS_SECONDS = 3_600
 REFRESH_SECONDS = 30 * 86_400
-MAX_REDIRECT_URIS = 10
-MAX_URI_LENGTH = 2_000
-MAX_STATE_LENGTH = 1_000
-SCOPE = "mcp"  # the one scope granted: the tools of SPEC 4.B, read-only
-# Prefixes that tell the kinds apart (and from a personal token, "airoi_") in a log or a paste.
+# Tells a refresh token apart (from a code, "airoi-ac_", and a personal token, "airoi_") in a
+# log or a paste.
 REFRESH_PREFIX = "airoi-rt_"
-CODE_PREFIX = "airoi-ac_"
-# oauth_tokens.kind of a code once exchanged (kept to tell a replay, never a token), and of
-# a sign-in request a code was issued for (kept until it expires, so that it issues one).
-USED_CODE = "code"
-USED_SIGN_IN = "sign-in"
 TOKEN_KINDS = ("access", "refresh")
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
-
-
-def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def new_secret(prefix: str) -> str:
-    return prefix + secrets.token_urlsafe(32)
-
-
-def _epoch(moment: datetime) -> int:
-    return int((moment - datetime(1970, 1, 1)).total_seconds())
-
-
-def _moment(epoch: float) -> datetime:
-    return datetime(1970, 1, 1) + timedelta(seconds=epoch)
-
-
-class WriteOutsideOAuth(Exception):
-    """The OAuth writer engine was asked to write a table that is not OAuth's."""
-
-
-def _only_oauth_writes(
-    conn: Connection, clause: Any, multiparams: Any, params: Any, options: Any
-) -> None:
-    if isinstance(clause, Select):
-        return
-    if isinstance(clause, Insert | Update | Delete) and clause.table.name in OAUTH_TABLES:  # type: ignore[union-attr]
-        return
-    raise WriteOutsideOAuth("the OAuth writer runs selects and writes of the oauth_* tables only")
-
-
-def writer_engine(settings: Settings) -> Engine:
-    engine = make_engine(settings.database_url, statement_timeout_ms=settings.statement_timeout_ms)
-    event.listen(engine, "before_execute", _only_oauth_writes)
-    return engine
-
-
-class RequestUsed(Exception):
-    """A code was issued for this sign-in request already."""
-
-
-class GrantRefused(Exception):
-    """An SDK error (TokenError, RegistrationError) raised inside a transaction."""
-
-    def __init__(self, error: TokenError | RegistrationError) -> None:
-        super().__init__(error.error)
-        self.error = error
-
-
-class RegisteredClient(OAuthClientInformationFull):
-    """A client as the SDK's handlers see it: `client_secret` holds the secret's hash (the
-    token endpoint's authenticator compares hashes, airoi.oauth.routes), every request is
-    granted the one scope, and the redirect URI must be given and registered exactly."""
-
-    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
-        return [SCOPE]
-
-    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
-        if redirect_uri is None:
-            raise InvalidRedirectUriError("redirect_uri is required.")
-        if str(redirect_uri) not in {str(uri) for uri in self.redirect_uris or ()}:
-            raise InvalidRedirectUriError("redirect_uri is not one registered for this client.")
-        return redirect_uri
-
-
-class PendingCode(AuthorizationCode):
-    pat_hash: str
 
 
 class HeldRefreshToken(RefreshToken):
     pat_hash: str
     grant_id: str
 
-
-def redirect_uri_refusal(uri: str) -> str | None:
-    """Why a redirect URI cannot be registered (https, or http on a loopback host), or None."""
-    from urllib.parse import urlsplit
-
-    if len(uri) > MAX_URI_LENGTH:
-        return f"A redirect URI is longer than {MAX_URI_LENGTH} characters."
-    parts = urlsplit(uri)
-    if parts.fragment or "#" in uri:
-        return "A redirect URI must not have a fragment."
-    if "@" in parts.netloc:  # https://localhost@evil.example/ goes to evil.example
-        return "A redirect URI must not hold a user name or password before its host."
-    host = (parts.hostname or "").lower()
-    if parts.scheme == "https" and host:
-        return None
-    if parts.scheme == "http" and (host in LOOPBACK_HOSTS or f"[{host}]" in LOOPBACK_HOSTS):
-        return None
-    return "A redirect URI must be https, or http on a loopback host (127.0.0.1, localhost, [::1])."
-
-
-T = TypeVar("T")
 
 # The `resource` parameters (RFC 8707) of the token request being answered, set by the token
 # endpoint (airoi.oauth.routes): the SDK's handler does not pass them on.
@@ -243,262 +94,20 @@ def holder_of(conn: Connection, pat_hash: str, now: datetime) -> Holder | None:
     return Holder(user_id, account_id, usable, bool(api_access))
 
 
-class OAuthStore:
-    """The SDK's OAuthAuthorizationServerProvider over the store, for one app.
+class Grants:
+    """The grants in oauth_tokens: the access and refresh tokens a code's exchange issues,
+    rotated at each refresh, ended together.
 
-    `resource` says, for the request being answered, the resource identifier of its /mcp
-    (RFC 8707): it depends on the Host the request came to unless AIROI_PUBLIC_URL fixes it.
+    `resource` says, for the request being answered, the resource identifier of its /mcp.
     """
 
-    def __init__(self, settings: Settings, resource: Callable[[], str]) -> None:
-        self._settings = settings
+    def __init__(self, writer: OAuthWriter, resource: Callable[[], str]) -> None:
+        self._writer = writer
         self._resource = resource
-        self._engine: Engine | None = None
-        self._lock = threading.Lock()
-        # Made by airoi.oauth.routes: the URL of the sign-in page for a pending request.
-        self.sign_in_url: Callable[
-            [OAuthClientInformationFull, AuthorizationParams], Awaitable[str]
-        ]
 
-    @property
-    def engine(self) -> Engine:
-        with self._lock:
-            if self._engine is None:
-                self._engine = writer_engine(self._settings)
-            return self._engine
+    # --- issuing -----------------------------------------------------------------------
 
-    def close(self) -> None:
-        with self._lock:
-            if self._engine is not None:
-                self._engine.dispose()
-                self._engine = None
-
-    async def _write(self, work: Callable[[Connection], T]) -> T:
-        def run() -> T:
-            with self.engine.begin() as conn:
-                return work(conn)
-
-        try:
-            return await to_thread.run_sync(run)
-        except GrantRefused as refused:
-            # The SDK's errors are frozen dataclasses, which a context manager cannot give a
-            # traceback to: raised out here, after the transaction rolled back.
-            raise refused.error from None
-
-    # --- clients (RFC 7591) -----------------------------------------------------------
-
-    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        if not 1 <= len(client_id) <= 64:
-            return None
-
-        def read(conn: Connection) -> OAuthClientInformationFull | None:
-            row = conn.execute(
-                select(oauth_clients.c.secret_hash, oauth_clients.c.registration).where(
-                    oauth_clients.c.client_id == client_id
-                )
-            ).first()
-            if row is None:
-                return None
-            return RegisteredClient.model_validate(
-                {
-                    **json.loads(row.registration),
-                    "client_id": client_id,
-                    "client_secret": row.secret_hash,
-                }
-            )
-
-        return await self._write(read)
-
-    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        uris = [str(uri) for uri in client_info.redirect_uris or ()]
-        if not uris or len(uris) > MAX_REDIRECT_URIS:
-            raise RegistrationError(
-                "invalid_redirect_uri", f"Give from 1 to {MAX_REDIRECT_URIS} redirect URIs."
-            )
-        for uri in uris:
-            refusal = redirect_uri_refusal(uri)
-            if refusal is not None:
-                raise RegistrationError("invalid_redirect_uri", refusal)
-        # The one scope granted is the one registered, and the one the answer echoes (RFC
-        # 7591 3.2.1: a requested value may be replaced): a client that asked for another is
-        # not told it has it.
-        client_info.scope = SCOPE
-        registration = client_info.model_dump(
-            mode="json",
-            exclude_none=True,
-            exclude={"client_id", "client_secret"},
-        )
-        secret = client_info.client_secret
-        now = utc_now()
-
-        def write(conn: Connection) -> None:
-            never_granted = and_(
-                oauth_clients.c.granted_at.is_(None),
-                ~select(oauth_codes.c.code_hash)
-                .where(oauth_codes.c.client_id == oauth_clients.c.client_id)
-                .exists(),
-            )
-            conn.execute(
-                delete(oauth_clients).where(
-                    never_granted,
-                    oauth_clients.c.created_at < now - timedelta(seconds=UNGRANTED_CLIENT_SECONDS),
-                )
-            )
-            count = conn.execute(select(func.count()).select_from(oauth_clients)).scalar_one()
-            if count >= MAX_CLIENTS:
-                # Room made from the oldest clients never granted a code (a flood's).
-                oldest = (
-                    select(oauth_clients.c.client_id)
-                    .where(never_granted)
-                    .order_by(oauth_clients.c.created_at, oauth_clients.c.client_id)
-                    .limit(count - MAX_CLIENTS + 1)
-                )
-                ids = [row[0] for row in conn.execute(oldest)]
-                if ids:
-                    count -= conn.execute(
-                        delete(oauth_clients).where(oauth_clients.c.client_id.in_(ids))
-                    ).rowcount
-            if count >= MAX_CLIENTS:
-                raise GrantRefused(
-                    RegistrationError(
-                        "invalid_client_metadata",
-                        "This server holds as many registered clients as it takes; try later.",
-                    )
-                )
-            conn.execute(
-                insert(oauth_clients).values(
-                    client_id=client_info.client_id,
-                    secret_hash=digest(secret) if secret else None,
-                    registration=json.dumps(registration, separators=(",", ":")),
-                    created_at=now,
-                    granted_at=None,
-                )
-            )
-
-        await self._write(write)
-
-    # --- authorization (the sign-in page makes the code) -------------------------------
-
-    async def authorize(
-        self, client: OAuthClientInformationFull, params: AuthorizationParams
-    ) -> str:
-        if len(params.state or "") > MAX_STATE_LENGTH:
-            raise AuthorizeError("invalid_request", "The state is too long.")
-        if not 43 <= len(params.code_challenge) <= 128:
-            raise AuthorizeError("invalid_request", "The code_challenge is not an S256 challenge.")
-        expected = self._resource()
-        if params.resource is not None and params.resource.rstrip("/") != expected:
-            # RFC 8707: a token is only issued for this server's /mcp.
-            raise AuthorizeError("invalid_target", f"The resource must be {expected}.")
-        return await self.sign_in_url(client, params)
-
-    def issue_code(
-        self,
-        client_id: str,
-        redirect_uri: str,
-        code_challenge: str,
-        resource: str,
-        pat_hash: str,
-        request_hash: str,
-        request_expires_at: datetime,
-    ) -> str:
-        """A code for a personal token the sign-in page found good (in a worker thread), once
-        for the signed request whose hash is `request_hash`: RequestUsed when one was issued
-        for it already (the row that says so lives until the request expires)."""
-        code = new_secret(CODE_PREFIX)
-        now = utc_now()
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now))
-                conn.execute(
-                    delete(oauth_tokens).where(
-                        oauth_tokens.c.kind == USED_SIGN_IN, oauth_tokens.c.expires_at < now
-                    )
-                )
-                used = conn.execute(
-                    select(oauth_tokens.c.token_hash).where(
-                        oauth_tokens.c.token_hash == request_hash
-                    )
-                ).first()
-                if used is not None:
-                    raise RequestUsed
-                granted = conn.execute(
-                    update(oauth_clients)
-                    .where(oauth_clients.c.client_id == client_id)
-                    .values(granted_at=func.coalesce(oauth_clients.c.granted_at, now))
-                )
-                if not granted.rowcount:
-                    raise LookupError("the client is no longer registered")
-                conn.execute(
-                    insert(oauth_codes).values(
-                        code_hash=digest(code),
-                        client_id=client_id,
-                        pat_hash=pat_hash,
-                        redirect_uri=redirect_uri,
-                        code_challenge=code_challenge,
-                        resource=resource,
-                        scopes=SCOPE,
-                        expires_at=now + timedelta(seconds=CODE_SECONDS),
-                    )
-                )
-                conn.execute(
-                    insert(oauth_tokens).values(
-                        token_hash=request_hash,
-                        kind=USED_SIGN_IN,
-                        grant_id=request_hash,
-                        client_id=client_id,
-                        pat_hash=pat_hash,
-                        resource=resource,
-                        scopes=SCOPE,
-                        expires_at=request_expires_at,
-                        used_at=now,
-                    )
-                )
-        except IntegrityError:
-            # Another POST of the same request wrote its row first.
-            raise RequestUsed from None
-        return code
-
-    async def load_authorization_code(
-        self, client: OAuthClientInformationFull, authorization_code: str
-    ) -> PendingCode | None:
-        def read(conn: Connection) -> PendingCode | None:
-            row = conn.execute(
-                select(oauth_codes).where(
-                    oauth_codes.c.code_hash == digest(authorization_code),
-                    oauth_codes.c.client_id == client.client_id,
-                )
-            ).first()
-            if row is None:
-                used = conn.execute(
-                    select(oauth_tokens.c.grant_id).where(
-                        oauth_tokens.c.token_hash == digest(authorization_code),
-                        oauth_tokens.c.kind == USED_CODE,
-                        oauth_tokens.c.client_id == client.client_id,
-                    )
-                ).first()
-                if used is not None:
-                    # A code presented after it was exchanged: someone else holds a copy, so
-                    # the tokens issued on its first use end (OAuth 2.1, 4.1.3).
-                    conn.execute(
-                        delete(oauth_tokens).where(oauth_tokens.c.grant_id == used.grant_id)
-                    )
-                return None
-            return PendingCode(
-                code=authorization_code,
-                scopes=row.scopes.split(),
-                expires_at=float(_epoch(row.expires_at)),
-                client_id=row.client_id,
-                code_challenge=row.code_challenge,
-                redirect_uri=AnyUrl(row.redirect_uri),
-                redirect_uri_provided_explicitly=True,
-                resource=row.resource,
-                pat_hash=row.pat_hash,
-            )
-
-        return await self._write(read)
-
-    async def exchange_authorization_code(
+    async def exchange_code(
         self, client: OAuthClientInformationFull, authorization_code: PendingCode
     ) -> OAuthToken:
         check_target(authorization_code.resource or self._resource())
@@ -516,7 +125,7 @@ class OAuthStore:
                     TokenError("invalid_grant", "The authorization code has been used.")
                 )
             grant_id = secrets.token_hex(16)
-            issued = self._grant(
+            issued = self._issue_tokens(
                 conn,
                 client.client_id,
                 authorization_code.pat_hash,
@@ -524,7 +133,7 @@ class OAuthStore:
                 grant_id,
             )
             # The code's hash is kept with the grant until the code would have expired, to
-            # tell a replay of it (load_authorization_code); it is never taken as a token.
+            # tell a replay of it (AuthorizationCodes.load); it is never taken as a token.
             conn.execute(
                 insert(oauth_tokens).values(
                     token_hash=digest(authorization_code.code),
@@ -534,15 +143,15 @@ class OAuthStore:
                     pat_hash=authorization_code.pat_hash,
                     resource=authorization_code.resource or self._resource(),
                     scopes=SCOPE,
-                    expires_at=_moment(authorization_code.expires_at),
+                    expires_at=moment_of(authorization_code.expires_at),
                     used_at=utc_now(),
                 )
             )
             return issued
 
-        return await self._write(write)
+        return await self._writer.transaction(write)
 
-    def _grant(
+    def _issue_tokens(
         self, conn: Connection, client_id: str, pat_hash: str, resource: str, grant_id: str
     ) -> OAuthToken:
         now = utc_now()
@@ -628,19 +237,16 @@ class OAuthStore:
                 token=refresh_token,
                 client_id=row.client_id,
                 scopes=row.scopes.split(),
-                expires_at=_epoch(row.expires_at),
+                expires_at=epoch_of(row.expires_at),
                 resource=row.resource,
                 pat_hash=row.pat_hash,
                 grant_id=row.grant_id,
             )
 
-        return await self._write(read)
+        return await self._writer.transaction(read)
 
-    async def exchange_refresh_token(
-        self,
-        client: OAuthClientInformationFull,
-        refresh_token: HeldRefreshToken,
-        scopes: list[str],
+    async def refresh(
+        self, client: OAuthClientInformationFull, refresh_token: HeldRefreshToken
     ) -> OAuthToken:
         check_target(refresh_token.resource or self._resource())
 
@@ -673,7 +279,7 @@ class OAuthStore:
                     )
                 )
             )
-            return self._grant(
+            return self._issue_tokens(
                 conn,
                 client.client_id,
                 refresh_token.pat_hash,
@@ -681,9 +287,9 @@ class OAuthStore:
                 refresh_token.grant_id,
             )
 
-        return await self._write(write)
+        return await self._writer.transaction(write)
 
-    # --- the rest of the protocol ------------------------------------------------------
+    # --- access tokens -----------------------------------------------------------------
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         """Unused: /mcp checks access tokens itself, with their personal token (airoi.auth)."""
@@ -694,28 +300,25 @@ class OAuthStore:
                     oauth_tokens.c.token_hash == digest(token), oauth_tokens.c.kind == "access"
                 )
             ).first()
-            if row is None or _epoch(row.expires_at) <= time.time():
+            if row is None or epoch_of(row.expires_at) <= time.time():
                 return None
             return AccessToken(
                 token=token,
                 client_id=row.client_id,
                 scopes=row.scopes.split(),
-                expires_at=_epoch(row.expires_at),
+                expires_at=epoch_of(row.expires_at),
                 resource=row.resource,
             )
 
-        return await self._write(read)
+        return await self._writer.transaction(read)
 
-    async def exchange_identity_assertion(
-        self, client: OAuthClientInformationFull, params: IdentityAssertionParams
-    ) -> OAuthToken:
-        raise TokenError("unsupported_grant_type", "Only authorization_code and refresh_token.")
+    # --- revocation --------------------------------------------------------------------
 
-    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+    async def revoke(self, token: AccessToken | RefreshToken) -> None:
         grant_id = getattr(token, "grant_id", None)
         if grant_id is None:
             return
-        await self._write(
+        await self._writer.transaction(
             lambda conn: conn.execute(
                 delete(oauth_tokens).where(oauth_tokens.c.grant_id == grant_id)
             )

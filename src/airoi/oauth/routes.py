@@ -49,13 +49,10 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import request_response
 
 from airoi.errors import ApiError
-from airoi.oauth.grants import (
-    MAX_STATE_LENGTH,
-    SCOPE,
-    OAuthStore,
-    digest,
-    requested_resources,
-)
+from airoi.oauth.clients import SCOPE
+from airoi.oauth.codes import MAX_STATE_LENGTH
+from airoi.oauth.grants import requested_resources
+from airoi.oauth.provider import OAuthProvider
 from airoi.oauth.signin import SignInPage, notice
 from airoi.oauth.urls import (
     AUTHORIZATION_SERVER_PATH,
@@ -64,6 +61,7 @@ from airoi.oauth.urls import (
     base_url,
     resource_of,
 )
+from airoi.oauth.writer import digest
 from airoi.observability import request_context
 from airoi.ratelimit import RateLimiter
 from airoi.settings import Settings
@@ -438,23 +436,25 @@ def authorization_server_metadata(base: str) -> dict[str, Any]:
 
 
 class OAuthRoutes:
-    """The OAuth route handlers of one app, and the store behind them."""
+    """The OAuth route handlers of one app, and the provider behind them."""
 
     def __init__(self, engine: Engine, settings: Settings) -> None:
         self.settings = settings
-        self.store = OAuthStore(settings, lambda: resource_of(current_base()))
-        self.page = SignInPage(engine, settings, self.store, current_base)
-        self.store.sign_in_url = self.page.url_for
+        self.provider = OAuthProvider(settings, lambda: resource_of(current_base()))
+        self.page = SignInPage(
+            engine, settings, self.provider.clients, self.provider.codes, current_base
+        )
+        self.provider.sign_in_url = self.page.url_for
         registration = CheckedRegistrationHandler(
-            self.store,
+            self.provider,
             ClientRegistrationOptions(enabled=True, valid_scopes=None, default_scopes=[SCOPE]),
         )
-        token = CheckedTokenHandler(self.store, HashedSecretAuthenticator(self.store))
+        token = CheckedTokenHandler(self.provider, HashedSecretAuthenticator(self.provider))
         # Registration, the token endpoint and the sign-in form take no token and write: a
         # budget per client address, so that one caller cannot fill the registered clients
-        # or wear the store down (the bound on clients, airoi.oauth.grants, is the backstop).
+        # or wear the store down (the bound on clients, airoi.oauth.clients, is the backstop).
         self.limiter = RateLimiter(settings.oauth_rate_limit, settings.redis_url)
-        authorize = CheckedAuthorizationHandler(self.store)
+        authorize = CheckedAuthorizationHandler(self.provider)
         self.route_handlers: list[ASGIRouteHandler] = [
             self._route(PROTECTED_RESOURCE_PATH, ("GET",), self._protected_resource),
             self._route(PROTECTED_RESOURCE_PATH + MCP_PATH, ("GET",), self._protected_resource),
@@ -514,4 +514,4 @@ class OAuthRoutes:
         return serve
 
     def close(self) -> None:
-        self.store.close()
+        self.provider.close()

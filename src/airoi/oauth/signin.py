@@ -10,8 +10,8 @@ URI, with a code and the state (Allow with a good token) or `error=access_denied
 Against a forged POST: a random nonce in a SameSite=Strict, HttpOnly cookie set with the
 page, and a hidden field that is the HMAC of that nonce and the request's signature; a POST
 whose Origin is not this service's is refused as well. A signed request issues one code: the
-store keeps its signature's hash until it expires (airoi.oauth.grants.issue_code), so the form
-posted again, or the page reloaded and posted, is refused. The page runs no script, and its
+store keeps its signature's hash until it expires (airoi.oauth.codes), so the form posted
+again, or the page reloaded and posted, is refused. The page runs no script, and its
 Content-Security-Policy allows none; the token travels only in the POST's body and is never
 logged, put in a URL or shown again.
 """
@@ -39,8 +39,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from airoi.auth import Principal, authenticate
 from airoi.db.secret import read_store_secret, signing_secret
 from airoi.errors import ApiError
-from airoi.oauth.grants import OAuthStore, RequestUsed, digest
+from airoi.oauth.clients import RegisteredClients
+from airoi.oauth.codes import AuthorizationCodes, RequestUsed
 from airoi.oauth.urls import resource_of
+from airoi.oauth.writer import digest
 from airoi.settings import Settings
 
 REQUEST_SECONDS = 600
@@ -56,11 +58,13 @@ class SignInPage:
         self,
         engine: Engine,
         settings: Settings,
-        store: OAuthStore,
+        clients: RegisteredClients,
+        codes: AuthorizationCodes,
         base: Callable[[], str],
     ) -> None:
         self._engine = engine
-        self._store = store
+        self._clients = clients
+        self._codes = codes
         self._base = base
         self._given = settings.secret_key
         self._key: bytes | None = None
@@ -184,7 +188,7 @@ class SignInPage:
             return await self._form(fields, nonce, refusal.message, status)
         try:
             code = await to_thread.run_sync(
-                self._store.issue_code,
+                self._codes.issue,
                 fields["client_id"],
                 fields["redirect_uri"],
                 fields["code_challenge"],
@@ -213,7 +217,7 @@ class SignInPage:
     async def _form(
         self, fields: dict[str, str], nonce: str, message: str | None, status: int
     ) -> Response:
-        client = await self._store.get_client(fields["client_id"])
+        client = await self._clients.get(fields["client_id"])
         name = (client.client_name if client else None) or "An assistant"
         redirect = urlsplit(fields["redirect_uri"])
         hidden = "".join(
