@@ -1,8 +1,19 @@
 """Databases for the tests: SQLite always, PostgreSQL when AIROI_TEST_POSTGRES_URL names one.
 
-Each test gets a migrated, empty store (`engine`, parametrised by database) that
-it fills through the real loader (see factories.py). `.ci/run` sets
-AIROI_TEST_REQUIRE_SERVICES=1, and then a missing server fails instead of skipping.
+Each test gets a migrated, empty store (`db_url`, `engine`) that it fills through the real
+loader (see factories.py). `.ci/run` sets AIROI_TEST_REQUIRE_SERVICES=1, and then a missing
+server fails instead of skipping.
+
+Which stores a test runs on. A test of `db_url` runs on SQLite and again on PostgreSQL
+wherever SQL or the store can answer differently: the lists and their filters, money, ROI,
+breakdowns and budgets, the loader and the importers, cursors and copies, token lookups and
+OAuth grants, deletions, isolation between accounts, abuse that reaches a statement,
+migrations, and the store's own faults, deadlines and pools. A test of a layer above the
+store (HTTP framing and headers, CORS, conditional requests, HEAD, error bodies, rate-limit
+framing, the API description and docs pages, the dashboard's files, the tool endpoint's
+protocol and argument errors, settings, logs) is marked `store_independent`, on its module
+(`pytestmark`) or on the test, and runs on SQLite alone: on PostgreSQL it would run the same
+code over the same rows. A test that parametrizes `db_url` itself names its stores.
 """
 
 from __future__ import annotations
@@ -105,9 +116,24 @@ def _empty(engine: Engine) -> None:
                 conn.execute(text(f"DELETE FROM {name}"))  # noqa: S608 - fixed table names
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
+# Every store a test of `db_url` runs on, unless it is `store_independent` (see above).
+STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "db_url" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs["argnames"]
+        if "db_url" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return  # the test names its stores itself
+    independent = metafunc.definition.get_closest_marker("store_independent") is not None
+    metafunc.parametrize("db_url", STORES[:1] if independent else STORES, indirect=True)
+
+
+@pytest.fixture
 def db_url(request: pytest.FixtureRequest) -> str:
-    """The URL of an empty, migrated store; every test using it runs on both databases."""
+    """The URL of an empty, migrated store, on each store the test runs on (see above)."""
     url: str = request.getfixturevalue(f"{request.param}_url")
     if url not in _engines:
         _engines[url] = make_engine(url)
