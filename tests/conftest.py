@@ -1,8 +1,27 @@
 """Databases for the tests: SQLite always, PostgreSQL when AIROI_TEST_POSTGRES_URL names one.
 
-Each test gets a migrated, empty store (`engine`, parametrised by database) that
-it fills through the real loader (see factories.py). `.ci/run` sets
-AIROI_TEST_REQUIRE_SERVICES=1, and then a missing server fails instead of skipping.
+Each test gets a migrated, empty store (`db_url`, `engine`) that it fills through the real
+loader (see factories.py). `.ci/run` sets AIROI_TEST_REQUIRE_SERVICES=1, and then a missing
+server fails instead of skipping.
+
+Which stores a test runs on. A test of `db_url` runs on SQLite and again on PostgreSQL
+wherever SQL or the store can answer differently: the lists and their filters, money, ROI,
+breakdowns and budgets, the loader and the importers, cursors and copies, token lookups and
+OAuth grants, deletions, isolation between accounts, abuse that reaches a statement,
+migrations, and the store's own faults, deadlines and pools. A test of a layer above the
+store (HTTP framing and headers, CORS, conditional requests, HEAD, error bodies, rate-limit
+framing, the API description and docs pages, the dashboard's files, the tool endpoint's
+protocol and argument errors, settings, logs) is marked `store_independent`, on its module
+(`pytestmark`) or on the test, and runs on SQLite alone: on PostgreSQL it would run the same
+code over the same rows. A test that parametrizes `db_url` itself names its stores.
+
+Apps. `client` and `client_at` serve one app per store (and per day fixed as today) for the
+whole session, as building one costs far more than most tests that use it (about 0.3 s).
+Each time a test is given one, the state the app keeps between requests is made new: the
+rate limiter's counts, the token cache's rows, the cursor codec (read from the store's
+secret, which a test may replace), the client's cookies; the store itself is emptied by
+`db_url`. A test that reaches into the app (its engine's events or pool, its token cache)
+is marked `fresh_app` and gets apps of its own, built for it and disposed of after it.
 """
 
 from __future__ import annotations
@@ -23,6 +42,7 @@ from sqlalchemy.engine import make_url
 from airoi.db.engine import make_engine
 from airoi.db.migrate import upgrade
 from airoi.db.tables import metadata
+from airoi.settings import Settings
 
 # The tests' apps keep their own metrics, and each `airoi serve` they start makes its own
 # directory: one set in the shell would be shared by all of them.
@@ -105,9 +125,24 @@ def _empty(engine: Engine) -> None:
                 conn.execute(text(f"DELETE FROM {name}"))  # noqa: S608 - fixed table names
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
+# Every store a test of `db_url` runs on, unless it is `store_independent` (see above).
+STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "db_url" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs["argnames"]
+        if "db_url" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return  # the test names its stores itself
+    independent = metafunc.definition.get_closest_marker("store_independent") is not None
+    metafunc.parametrize("db_url", STORES[:1] if independent else STORES, indirect=True)
+
+
+@pytest.fixture
 def db_url(request: pytest.FixtureRequest) -> str:
-    """The URL of an empty, migrated store; every test using it runs on both databases."""
+    """The URL of an empty, migrated store, on each store the test runs on (see above)."""
     url: str = request.getfixturevalue(f"{request.param}_url")
     if url not in _engines:
         _engines[url] = make_engine(url)
@@ -121,39 +156,96 @@ def engine(db_url: str) -> Engine:
     return _engines[db_url]
 
 
-@pytest.fixture
-def client(db_url: str) -> Iterator[TestClient[Litestar]]:
-    """A client of the served app, reading `db_url` through its read-only engine."""
-    from airoi.app import create_app
-    from airoi.settings import Settings
+class Apps:
+    """The served apps of one store, one per day fixed as today (None: the clock's day), each
+    with its test client, made when first asked for and kept until `close`."""
 
-    app = create_app(Settings(database_url=db_url))
-    with TestClient(app) as test_client:
-        yield test_client
-    app.state.engine.dispose()
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.clients: dict[date | None, TestClient[Litestar]] = {}
+
+    def client(self, today: date | None) -> TestClient[Litestar]:
+        """The client of the app for `today`, its per-request state made new (see above)."""
+        from airoi.listing import Cursors
+        from airoi.ratelimit import RateLimiter
+
+        test_client = self.clients.get(today)
+        if test_client is None:
+            test_client = self.clients[today] = _started(self.url, today)
+        state = test_client.app.state
+        settings: Settings = state.settings
+        state.rate_limiter = RateLimiter(settings.rate_limit, settings.redis_url)
+        state.token_cache.clear()
+        state.cursors = Cursors(settings.secret_key)
+        test_client.cookies.clear()
+        return test_client
+
+    def close(self) -> None:
+        for test_client in self.clients.values():
+            _stopped(test_client)
+        self.clients = {}
+
+
+def _started(url: str, today: date | None) -> TestClient[Litestar]:
+    from airoi.app import create_app
+
+    test_client = TestClient(create_app(Settings(database_url=url, today=today)))
+    return test_client.__enter__()
+
+
+def _stopped(test_client: TestClient[Litestar]) -> None:
+    test_client.__exit__(None, None, None)
+    test_client.app.state.engine.dispose()
+
+
+# One per store, each depending on its store's fixture so that the apps stop before the
+# store is dropped.
+@pytest.fixture(scope="session")
+def sqlite_apps(sqlite_url: str) -> Iterator[Apps]:
+    apps = Apps(sqlite_url)
+    yield apps
+    apps.close()
+
+
+@pytest.fixture(scope="session")
+def postgresql_apps(postgresql_url: str) -> Iterator[Apps]:
+    apps = Apps(postgresql_url)
+    yield apps
+    apps.close()
+
+
+@pytest.fixture
+def client_at(
+    db_url: str, request: pytest.FixtureRequest
+) -> Iterator[Callable[[date | None], TestClient[Litestar]]]:
+    """Clients of the served app with `today` fixed (SEMANTICS R1), as AIROI_TODAY would
+    (None: the clock's day), reading `db_url` through its read-only engine. Each call's is as
+    a new app's: the session's app of the store and day with its state made new, or for a
+    test marked `fresh_app` a new app indeed."""
+    if request.node.get_closest_marker("fresh_app") is None:
+        shared: Apps = request.getfixturevalue(f"{_store_of(db_url)}_apps")
+        yield shared.client
+        return
+    made: list[Apps] = []
+
+    def fresh(today: date | None) -> TestClient[Litestar]:
+        made.append(Apps(db_url))
+        return made[-1].client(today)
+
+    yield fresh
+    for apps in made:
+        apps.close()
+
+
+def _store_of(url: str) -> str:
+    return "postgresql" if make_url(url).get_backend_name() == "postgresql" else "sqlite"
+
+
+@pytest.fixture
+def client(client_at: Callable[[date | None], TestClient[Litestar]]) -> TestClient[Litestar]:
+    """A client of the served app, reading `db_url` through its read-only engine."""
+    return client_at(None)
 
 
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
-
-
-@pytest.fixture
-def client_at(db_url: str) -> Iterator[Callable[[date], TestClient[Litestar]]]:
-    """Clients of the served app with `today` fixed (SEMANTICS R1), as AIROI_TODAY would."""
-    from airoi.app import create_app
-    from airoi.settings import Settings
-
-    apps: list[Litestar] = []
-    clients: list[TestClient[Litestar]] = []
-
-    def make(today: date) -> TestClient[Litestar]:
-        app = create_app(Settings(database_url=db_url, today=today))
-        apps.append(app)
-        clients.append(TestClient(app).__enter__())
-        return clients[-1]
-
-    yield make
-    for test_client in clients:
-        test_client.__exit__(None, None, None)
-    for app in apps:
-        app.state.engine.dispose()

@@ -23,6 +23,10 @@ from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
+# ETags and 304s are made from the answer's bytes, whichever store gave them: SQLite alone
+# (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 Client = TestClient[Litestar]
 
 

@@ -15,6 +15,9 @@ from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
+# CORS headers, the same over either store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 NOTEBOOK = "https://notebook.example.com"
 PREFLIGHT = {
     "Origin": NOTEBOOK,

@@ -13,6 +13,9 @@ from airoi.api import metrics
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
+# The one error body, the same over either store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 
 def test_unhandled_error_is_500_without_its_message_in_body_or_log(
     client: TestClient[Litestar],

@@ -35,12 +35,12 @@ WAIT = 15.0
 MIB = 1 << 20
 
 
-@pytest.fixture(
-    scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
-)
-def served(request: pytest.FixtureRequest) -> Iterator[tuple[int, str]]:
+# What the server holds a client to is decided before the app, whatever the store: SQLite
+# alone, as for `store_independent` tests (tests/conftest.py).
+@pytest.fixture(scope="module")
+def served(sqlite_url: str) -> Iterator[tuple[int, str]]:
     """The port of `airoi serve --workers 2` over a store with one account, and its token."""
-    url = request.getfixturevalue(f"{request.param}_url")
+    url = sqlite_url
     engine = make_engine(url)
     _empty(engine)
     b = BundleBuilder()

@@ -28,6 +28,9 @@ from tests.conftest import bearer
 from tests.factories import BundleBuilder
 from tests.servers import airoi_serve, free_port
 
+# The log's format, the same over either store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 ACCESS_KEYS = ["method", "path", "route", "status", "duration_ms", "account_id", "request_id"]

@@ -28,6 +28,10 @@ from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
+# Request ids, access lines and /metrics, the same over either store: SQLite alone
+# (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 Client = TestClient[Litestar]
 LOG_KEYS = {"method", "path", "route", "status", "duration_ms", "account_id", "request_id"}
 

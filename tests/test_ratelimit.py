@@ -32,6 +32,9 @@ from tests.factories import BundleBuilder
 from tests.frozen import frozen, logged, own_redis
 from tests.servers import airoi_serve
 
+# Counted in memory or Redis, never in the store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 Client = TestClient[Litestar]
 HEADERS = (
     "ratelimit-limit",

@@ -23,6 +23,9 @@ from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
+# Response headers, the same over either store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 KEPT_PRIVATE = re.compile(r"(private.*no-cache|no-cache.*private|no-store)")
 

@@ -14,6 +14,9 @@ from airoi.settings import DEFAULT_DATABASE_URL, Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
+# Settings from the environment, the same over either store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 
 def test_defaults() -> None:
     settings = Settings.from_env({})

@@ -37,6 +37,11 @@ from tests.factories import BundleBuilder
 
 Client = TestClient[Litestar]
 PATH = "/api/v1/metrics"
+
+# The cache's rows and lookups are counted from the app's start, its listener's notifications
+# included: each test has an app of its own (tests/conftest.py).
+pytestmark = pytest.mark.fresh_app
+
 # How often a PostgreSQL test asks again while the notification is on its way.
 POLL_S = 0.005
 

@@ -24,6 +24,9 @@ from airoi.settings import Settings
 from tests.factories import BundleBuilder
 from tests.servers import RunningServer
 
+# HEAD's framing by uvicorn, the same over either store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 # Headers that differ between any two requests, whatever the method.
 _PER_REQUEST = {"date", "x-request-id"}
 

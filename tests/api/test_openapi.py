@@ -18,6 +18,9 @@ from airoi.settings import Settings
 from tests.conftest import bearer
 from tests.factories import BundleBuilder
 
+# The description is made from the routes, not the store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 SPEC_PATHS = {
     "/api/v1/openapi.json",
     "/api/v1/roi",

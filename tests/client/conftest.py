@@ -1,7 +1,7 @@
 """The HTTP API served for real: uvicorn in a thread on a loopback port, per database.
 
-Same approach as tests/tools/conftest.py: one server per database URL for the session,
-reading the store that the `db_url` fixture empties per test, with today fixed.
+Same approach as tests/tools/conftest.py: one server per database URL (and cursor secret) for
+the session, reading the store that the `db_url` fixture empties per test, with today fixed.
 """
 
 from __future__ import annotations
@@ -27,23 +27,36 @@ LATER = datetime(2026, 6, 10, 9, 0)
 
 
 @pytest.fixture(scope="session")
-def _api_servers() -> Iterator[dict[str, RunningServer]]:
-    servers: dict[str, RunningServer] = {}
+def _api_servers() -> Iterator[dict[tuple[str, bytes | None], RunningServer]]:
+    servers: dict[tuple[str, bytes | None], RunningServer] = {}
     yield servers
     for server in servers.values():
         server.stop()
 
 
-@pytest.fixture
-def base_url(db_url: str, _api_servers: dict[str, RunningServer]) -> str:
-    """The /api/v1 address of the running app reading the store of `db_url`."""
-    if db_url not in _api_servers:
+def _served(
+    servers: dict[tuple[str, bytes | None], RunningServer], db_url: str, secret_key: bytes | None
+) -> str:
+    """The /api/v1 address of the session's server reading the store of `db_url` and signing
+    cursors with `secret_key` (None: the store's own secret)."""
+    if (db_url, secret_key) not in servers:
         # One server and one token serve every test of the session, and copies walk in pages
         # of two rows: the default limit (600 a minute) was reached. Rate limits have tests
         # of their own.
-        settings = Settings(database_url=db_url, today=TODAY, rate_limit="1000000/minute")
-        _api_servers[db_url] = RunningServer(settings)
-    return f"http://127.0.0.1:{_api_servers[db_url].port}/api/v1"
+        settings = Settings(
+            database_url=db_url,
+            today=TODAY,
+            rate_limit="1000000/minute",
+            secret_key=secret_key,
+        )
+        servers[db_url, secret_key] = RunningServer(settings)
+    return f"{servers[db_url, secret_key].base_url}/api/v1"
+
+
+@pytest.fixture
+def base_url(db_url: str, _api_servers: dict[tuple[str, bytes | None], RunningServer]) -> str:
+    """The /api/v1 address of the running app reading the store of `db_url`."""
+    return _served(_api_servers, db_url, None)
 
 
 # The cursor key of `rotated_url`'s server.
@@ -51,18 +64,12 @@ ROTATED_KEY = b"rotated-" + b"k" * 40
 
 
 @pytest.fixture
-def rotated_url(db_url: str) -> Iterator[str]:
+def rotated_url(db_url: str, _api_servers: dict[tuple[str, bytes | None], RunningServer]) -> str:
     """The /api/v1 address of the same store served with another cursor secret (as after
-    AIROI_SECRET_KEY was set or changed): every cursor issued before is refused."""
-    settings = Settings(
-        database_url=db_url,
-        today=TODAY,
-        rate_limit="1000000/minute",
-        secret_key=ROTATED_KEY,
-    )
-    server = RunningServer(settings)
-    yield f"{server.base_url}/api/v1"
-    server.stop()
+    AIROI_SECRET_KEY was set or changed): every cursor issued before is refused. One server
+    for the session, as for `base_url`: it keeps nothing a test could see but what the
+    store holds (its token rows are dropped as the store changes, its budget is past reach)."""
+    return _served(_api_servers, db_url, ROTATED_KEY)
 
 
 @dataclass

@@ -262,6 +262,7 @@ def airoi_pull(
     )
 
 
+@pytest.mark.store_independent
 def test_the_command_refuses_leaving_nothing_and_quiet_says_nothing(
     base_url: str, account: Account, tmp_path: Path
 ) -> None:
@@ -296,6 +297,7 @@ def test_the_command_refuses_leaving_nothing_and_quiet_says_nothing(
     assert failed.returncode == 1 and failed.stderr.startswith("Pull stopped: 401")
 
 
+@pytest.mark.store_independent
 def test_a_database_pull_did_not_make_is_left_as_it_is(
     base_url: str, account: Account, db_url: str, tmp_path: Path
 ) -> None:
@@ -335,6 +337,7 @@ def test_a_database_pull_did_not_make_is_left_as_it_is(
     assert "is not a DuckDB file (it is an SQLite database)" in " ".join(checked.stderr.split())
 
 
+@pytest.mark.store_independent
 def test_a_directory_pull_did_not_make_is_left_as_it_is(
     base_url: str, account: Account, tmp_path: Path
 ) -> None:
@@ -371,6 +374,7 @@ def test_a_directory_pull_did_not_make_is_left_as_it_is(
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.store_independent
 def test_a_duckdb_copy_another_process_holds_stops_the_pull_plainly(
     base_url: str, account: Account, tmp_path: Path
 ) -> None:
@@ -393,6 +397,7 @@ def test_a_duckdb_copy_another_process_holds_stops_the_pull_plainly(
     assert "Traceback" not in refused.stderr
 
 
+@pytest.mark.store_independent
 def test_quiet_says_nothing_of_a_wait_that_ended_in_answers(
     base_url: str, account: Account, tmp_path: Path
 ) -> None:

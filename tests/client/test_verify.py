@@ -571,6 +571,7 @@ def airoi_verify(*args: str, token: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.store_independent
 def test_the_command_exits_0_1_or_2_and_never_prints_the_token(
     base_url: str, world: World, tmp_path: Path
 ) -> None:

@@ -373,6 +373,7 @@ def test_the_command_takes_the_resources_a_copy_was_pulled_with(
     assert "Figures not compared" in said
 
 
+@pytest.mark.store_independent
 def test_figures_printed_to_a_file_or_pipe_are_never_cut_short(
     base_url: str, api: Client, account: Account, tmp_path: Path
 ) -> None:
@@ -393,6 +394,7 @@ def test_figures_printed_to_a_file_or_pipe_are_never_cut_short(
     assert f"│ roi │ portfolio │ all │ {(value - cost) / cost!r} │" in said
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize("store", ["", " "])
 def test_an_empty_store_is_refused_not_taken_for_this_directory(
     base_url: str, account: Account, tmp_path: Path, store: str

@@ -182,6 +182,7 @@ def mcp(client: Client, access_token: str, host: str | None = None) -> Any:
 # --- discovery ---------------------------------------------------------------------------
 
 
+@pytest.mark.store_independent
 def test_a_401_from_mcp_names_its_resource_metadata(oauth_client: Client) -> None:
     response = oauth_client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
     assert response.status_code == 401
@@ -224,6 +225,7 @@ def test_a_refused_token_is_said_invalid_in_the_challenge(
     )
 
 
+@pytest.mark.store_independent
 def test_metadata_documents(oauth_client: Client) -> None:
     for path in (
         "/.well-known/oauth-protected-resource",
@@ -241,6 +243,7 @@ def test_metadata_documents(oauth_client: Client) -> None:
     assert asm["authorization_endpoint"] == f"{BASE}/oauth/authorize"
 
 
+@pytest.mark.store_independent
 def test_a_fixed_public_url_wins_and_a_foreign_host_gets_no_metadata(db_url: str) -> None:
     app = create_app(Settings(database_url=db_url, public_url="https://roi.example.com"))
     with TestClient(app, base_url=BASE) as fixed:
@@ -256,6 +259,7 @@ def test_a_fixed_public_url_wins_and_a_foreign_host_gets_no_metadata(db_url: str
     app.state.engine.dispose()
 
 
+@pytest.mark.store_independent
 def test_oauth_routes_answer_only_their_methods(oauth_client: Client) -> None:
     # SEMANTICS R30: another method is 405 with Allow and SPEC 7's body, before anything.
     for method, path, allow in (
@@ -278,6 +282,7 @@ def test_oauth_routes_answer_only_their_methods(oauth_client: Client) -> None:
 # --- registration --------------------------------------------------------------------------
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize(
     "uri",
     [
@@ -318,6 +323,7 @@ def test_registration_registers_the_one_scope_whatever_was_asked(
     assert issued["scope"] == "mcp"
 
 
+@pytest.mark.store_independent
 def test_registration_body_is_bounded(oauth_client: Client) -> None:
     big = {"redirect_uris": [REDIRECT], "client_name": "x" * 20_000}
     response = oauth_client.post("/oauth/register", json=big)
@@ -327,6 +333,7 @@ def test_registration_body_is_bounded(oauth_client: Client) -> None:
     assert form.status_code == 413
 
 
+@pytest.mark.store_independent
 def test_a_registration_refusal_is_one_sentence_that_repeats_nothing(
     oauth_client: Client,
 ) -> None:
@@ -354,6 +361,7 @@ def test_a_registration_refusal_is_one_sentence_that_repeats_nothing(
 # --- authorization -------------------------------------------------------------------------
 
 
+@pytest.mark.store_independent
 def test_pkce_plain_is_refused(oauth_client: Client) -> None:
     reg = register(oauth_client)
     verifier = secrets.token_urlsafe(48)
@@ -365,6 +373,7 @@ def test_pkce_plain_is_refused(oauth_client: Client) -> None:
     assert "/oauth/sign-in" not in response.headers["location"]
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize(
     ("extra", "error"),
     [
@@ -392,6 +401,7 @@ def test_an_error_sent_back_to_the_client_names_the_issuer(
     assert metadata["issuer"].rstrip("/") == BASE
 
 
+@pytest.mark.store_independent
 def test_pkce_method_must_be_given(oauth_client: Client) -> None:
     reg = register(oauth_client)
     _, challenge = pkce()
@@ -423,6 +433,7 @@ def test_pkce_method_must_be_given(oauth_client: Client) -> None:
     }
 
 
+@pytest.mark.store_independent
 def test_a_long_state_is_refused_and_not_sent_back(oauth_client: Client) -> None:
     reg = register(oauth_client)
     _, challenge = pkce()
@@ -449,6 +460,7 @@ def test_a_redirect_uri_not_registered_exactly_is_refused(oauth_client: Client) 
         assert response.json()["error"] == "invalid_request"
 
 
+@pytest.mark.store_independent
 def test_a_token_for_another_resource_is_not_issued(oauth_client: Client) -> None:
     reg = register(oauth_client)
     _, challenge = pkce()
@@ -661,6 +673,7 @@ def test_a_token_request_for_another_resource_is_refused(
     assert same.status_code == 200, same.text
 
 
+@pytest.mark.store_independent
 def test_an_unknown_grant_type_is_unsupported(oauth_client: Client) -> None:
     reg = register(oauth_client)
     for grant_type in ("password", "client_credentials"):
@@ -682,6 +695,7 @@ def test_an_unknown_grant_type_is_unsupported(oauth_client: Client) -> None:
     assert missing.json()["error"] == "invalid_request"
 
 
+@pytest.mark.store_independent
 def test_a_token_request_refusal_is_one_sentence_that_repeats_nothing(
     oauth_client: Client,
 ) -> None:
@@ -1033,6 +1047,7 @@ def test_live_grants_per_personal_token_are_bounded(
     assert [mcp(oauth_client, g["access_token"]).status_code for g in grants[1:]] == [200, 200]
 
 
+@pytest.mark.store_independent
 def test_metadata_answers_head(oauth_client: Client) -> None:
     response = oauth_client.head("/.well-known/oauth-authorization-server")
     assert response.status_code == 200
@@ -1053,6 +1068,7 @@ def test_a_grant_keeps_two_refresh_tokens_however_often_it_refreshes(
     assert mcp(oauth_client, issued["access_token"]).status_code == 200
 
 
+@pytest.mark.store_independent
 def test_a_test_clients_host_is_served_only_when_the_settings_name_it(db_url: str) -> None:
     # The served host list comes from settings alone: `testserver` (a test client's name) is
     # no host of the service's unless AIROI_ALLOWED_HOSTS names it.

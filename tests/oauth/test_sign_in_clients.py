@@ -234,6 +234,7 @@ def back_at_the_client(browser: httpx.Client, callback: str) -> httpx.Response:
             time.sleep(0.1)
 
 
+@pytest.mark.store_independent  # the bridge's side; grants on both stores: the test above
 @pytest.mark.skipif(not MCP_REMOTE, reason="AIROI_TEST_MCP_REMOTE names no mcp-remote to run")
 @pytest.mark.parametrize("mode", ["header", "oauth"])
 def test_mcp_remote_lists_and_calls(mode: str, db_url: str, engine: Engine, tmp_path: Path) -> None:

@@ -10,6 +10,9 @@ import pytest
 from tests.tools.conftest import Served
 from tests.tools.world import World
 
+# Arguments are checked before a tool reads the store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 MUST_BE_AN_INTEGER = "argument must be an integer."
 
 

@@ -52,6 +52,7 @@ def article(served: Served, token: str, arguments: dict[str, Any]) -> dict[str, 
     return served.ok(token, "get_help_article", arguments)
 
 
+@pytest.mark.store_independent
 def test_get_help_article_by_id_or_slug(served: Served, world: World) -> None:
     by_id = article(served, world.token_a, {"id": 5})
     by_slug = article(served, world.token_a, {"slug": "how-roi-is-computed"})
@@ -65,6 +66,7 @@ def test_get_help_article_by_id_or_slug(served: Served, world: World) -> None:
     assert article(served, world.token_b, {"id": 5}) == by_id
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize(
     ("arguments", "words"),
     [
@@ -130,6 +132,7 @@ def test_platform_setup_guide_is_per_account(served: Served, world: World) -> No
         assert (absent["has_connection"], absent["has_working_connection"]) == (False, False)
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize(
     ("arguments", "words"),
     [

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import date
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -18,6 +19,7 @@ from tests.tools.conftest import TODAY, Served
 from tests.tools.world import World
 
 
+@pytest.mark.store_independent
 def test_the_sdk_client_finds_logging_and_completions(served: Served, world: World) -> None:
     async def work(client: Client) -> tuple[object, ...]:
         capabilities = client.server_capabilities
@@ -90,6 +92,7 @@ def test_initiative_ids_are_completed_by_title_within_the_account(
     assert str(world.ids["q"]) in asked(world.token_a, str(world.ids["q"]))
 
 
+@pytest.mark.store_independent
 def test_the_initiative_review_prompt_names_its_calls(served: Served, world: World) -> None:
     p = world.ids["p"]
 

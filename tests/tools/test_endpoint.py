@@ -75,6 +75,7 @@ def assert_error_body(response: httpx.Response, message: str, request_id: int | 
     }
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize(
     "headers",
     [{}, bearer("airoi_not-a-real-token-" + "y" * 32), {"Authorization": "Basic abc"}],
@@ -108,6 +109,7 @@ def test_an_expired_token_is_refused_401(served: Served, engine: Engine) -> None
     assert post(served, bearer(token)).status_code == 401
 
 
+@pytest.mark.store_independent
 def test_a_good_token_reaches_the_sdk_at_exactly_mcp(served: Served, world: World) -> None:
     response = post(served, bearer(world.token_a))
     assert response.status_code == 200, response.text
@@ -119,6 +121,7 @@ def test_a_good_token_reaches_the_sdk_at_exactly_mcp(served: Served, world: Worl
     assert post(served, bearer(world.token_a), "/mcp/other").status_code == 404
 
 
+@pytest.mark.store_independent
 def test_host_and_origin_checks(served: Served, world: World) -> None:
     # The loopback host is served; an unknown Host or Origin is refused (DNS rebinding).
     refused_host = post(served, {**bearer(world.token_a), "Host": "evil.example"})
@@ -139,6 +142,7 @@ def test_host_and_origin_checks(served: Served, world: World) -> None:
     assert app_host.status_code == 200, app_host.text
 
 
+@pytest.mark.store_independent
 def test_a_body_that_is_not_json_is_refused_in_the_error_body(served: Served, world: World) -> None:
     response = httpx.post(
         served.base_url + "/mcp",
@@ -171,6 +175,7 @@ def test_transport_security_covers_every_served_name() -> None:
     assert not anything.enable_dns_rebinding_protection
 
 
+@pytest.mark.store_independent
 def test_tools_list_declares_read_only_typed_tools(served: Served, world: World) -> None:
     tools = {tool.name: tool for tool in served.list_tools(world.token_a)}
     assert set(tools) == TOOLS
@@ -258,6 +263,7 @@ def test_tools_list_declares_read_only_typed_tools(served: Served, world: World)
     assert "roi_percent" in tools["get_roi_summary"].output_schema["properties"]  # type: ignore[index]
 
 
+@pytest.mark.store_independent
 def test_the_http_api_still_declares_only_get(served: Served, world: World) -> None:
     document = httpx.get(served.base_url + "/api/v1/openapi.json", timeout=30).json()
     assert not any(path.startswith("/mcp") for path in document["paths"])
@@ -300,6 +306,7 @@ def token_headers(world: World, who: str) -> dict[str, str]:
     return bearer(tokens[who]) if who in tokens else {}
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize("who", ["none", "unknown", "good", "no_api"])
 @pytest.mark.parametrize("method", NOT_SERVED)
 def test_a_method_mcp_does_not_serve_is_405_before_auth(
@@ -319,6 +326,7 @@ def test_a_method_mcp_does_not_serve_is_405_before_auth(
         assert_error_body(response, "Only POST is served here.", request_id=None)
 
 
+@pytest.mark.store_independent
 def test_allow_names_exactly_the_methods_mcp_serves(served: Served, world: World) -> None:
     allowed = httpx.put(served.mcp_url, timeout=10).headers["allow"].split(", ")
     assert allowed == ["POST"]
@@ -336,6 +344,7 @@ def test_allow_names_exactly_the_methods_mcp_serves(served: Served, world: World
         assert httpx.request(method, served.mcp_url, json=INITIALIZE, timeout=10).status_code == 401
 
 
+@pytest.mark.store_independent
 @pytest.mark.parametrize("name", ["nope", "get_roi_summary ", "GET_ROI_SUMMARY", ""])
 def test_an_unknown_tool_is_a_protocol_error(served: Served, world: World, name: str) -> None:
     # MCP specification, server/tools "Error Handling": an unknown tool is a JSON-RPC error
@@ -359,6 +368,7 @@ def test_an_unknown_tool_is_a_protocol_error(served: Served, world: World, name:
     }
 
 
+@pytest.mark.store_independent
 def test_the_client_sees_an_unknown_tool_as_an_error(served: Served, world: World) -> None:
     from mcp import Client
     from mcp.shared.exceptions import MCPError

@@ -16,6 +16,10 @@ from tests.conftest import bearer
 from tests.tools.conftest import Served
 from tests.tools.world import World
 
+# JSON-RPC transport errors, answered before any tool reads the store: SQLite alone
+# (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 SECRET = "client-value-SECRET"
 INVALID_REQUEST = {
     "jsonrpc": "2.0",

@@ -27,6 +27,10 @@ from tests.conftest import bearer
 from tests.tools.conftest import Served
 from tests.tools.world import World
 
+# Resources and prompts are shipped files and text, not the store's: SQLite alone
+# (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 SERVED_CAPABILITIES = {
     "prompts": {"listChanged": False},

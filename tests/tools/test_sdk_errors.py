@@ -36,6 +36,10 @@ from tests.servers import RunningServer, airoi_serve
 from tests.tools.conftest import Served
 from tests.tools.world import World
 
+# The error bodies' shape; token lookups run on both stores in test_auth.py: SQLite alone
+# (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 PING = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
 UNKNOWN_TOKEN = "airoi_not-a-real-token-" + "y" * 32

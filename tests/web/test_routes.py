@@ -20,6 +20,9 @@ from litestar.testing import TestClient
 
 from airoi import catalog
 
+# The page and its files read nothing from the store: SQLite alone (tests/conftest.py).
+pytestmark = pytest.mark.store_independent
+
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "src" / "airoi" / "web"
 CSP = (
