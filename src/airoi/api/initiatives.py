@@ -23,6 +23,7 @@ from airoi.reports.initiatives import (
     InitiativeList,
     initiative_of,
 )
+from airoi.store_access import keyset_page
 
 
 @get(
@@ -36,8 +37,9 @@ from airoi.reports.initiatives import (
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Initiatives"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store_access)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
+@keyset_page
 def list_initiatives(
     request: ApiRequest,
     limit: Limit = 100,
