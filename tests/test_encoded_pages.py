@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -24,112 +25,76 @@ from sqlalchemy.dialects import sqlite
 
 from airoi.db.migrate import upgrade
 from airoi.listing import Cursors, EncodedPage, Page, ShapedList
-from airoi.load import load_bundle
 from airoi.reports.cost_entries import COST_ENTRIES, COST_ENTRY, CostEntryList
+from airoi.reports.decisions import DECISION, DECISIONS, DecisionList
 from airoi.reports.deletions import DELETION, DELETIONS, DeletionList
-from airoi.reports.observations import OBSERVATION
-from airoi.reports.value_entries import VALUE_ENTRY
+from airoi.reports.initiatives import INITIATIVE, INITIATIVES, InitiativeList
+from airoi.reports.integrations import INTEGRATION, INTEGRATIONS, IntegrationList
+from airoi.reports.metrics import METRIC, METRICS, MetricList
+from airoi.reports.observations import OBSERVATION, OBSERVATIONS, ObservationList
+from airoi.reports.value_entries import VALUE_ENTRIES, VALUE_ENTRY, ValueEntryList
 from airoi.rows import Shape
 from airoi.settings import Settings
 from tests.conftest import bearer
-from tests.factories import BundleBuilder
+from tests.every_list import LISTS, every_list
 
 Client = TestClient[Litestar]
 MEMORY = create_engine("sqlite://")
-EARLY = datetime(2026, 3, 1, 9, 0, 0)
-LATER = datetime(2026, 3, 2, 9, 0, 0)
-# Every character JSON escapes, then some it must not: the loader's texts reach the page.
-CONTROL = "".join(chr(i) for i in range(1, 0x20))
-TRICKY = [
-    CONTROL,
-    'quote " backslash \\ slash / tab \t del \x7f',
-    "é 中文 😀 \u2028 \u2029 \ufeff \u200f",
-    "",
-]
+# Each list, its response Struct, and the values its handler passes for the parameters asked
+# (every row of /initiatives: samples included).
+SERVED: dict[str, tuple[ShapedList[Any], type[msgspec.Struct], dict[str, Any]]] = {
+    "initiatives": (INITIATIVES, InitiativeList, {"without_samples": None}),
+    "cost_entries": (COST_ENTRIES, CostEntryList, {}),
+    "value_entries": (VALUE_ENTRIES, ValueEntryList, {}),
+    "metrics": (METRICS, MetricList, {}),
+    "observations": (OBSERVATIONS, ObservationList, {}),
+    "decisions": (DECISIONS, DecisionList, {}),
+    "integrations": (INTEGRATIONS, IntegrationList, {}),
+    "deletions": (DELETIONS, DeletionList, {}),
+}
 
 
-def _world(engine: Engine) -> tuple[str, int, list[int]]:
-    b = BundleBuilder()
-    acct = b.account()
-    token = b.token(b.user(acct))
-    initiative = b.initiative(acct)
-    doomed = []
-    for k, text in enumerate(TRICKY):
-        b.cost_entry(
-            initiative,
-            amount_cents=[2**62, -(2**61), 0, None][k],
-            currency=None if k == 3 else "USD",
-            description=text,
-            notes=None if k == 1 else text[::-1],
-            vendor_name=text or None,
-            is_estimated=k % 2 == 0,
-            locked=k == 1,
-            period_start=None if k == 2 else f"0{k + 1}01-0{k + 1}-0{k + 1}",
-            period_end=f"2026-12-{k + 10}" if k else None,
-            source_type="csv" if k else None,
-            source_ref=text or None,
-        )
-    for _ in range(3):
-        doomed.append(b.cost_entry(initiative, description="doomed"))
-    b.load(engine, now=EARLY)
-    # Later stamps, so that a walk crosses from one stamp to the next (SQLite's two seeks).
-    later = BundleBuilder(first_id=1000)
-    for k in range(3):
-        later.cost_entry(initiative, description=f"later {k}", is_estimated=True)
-    load_bundle(engine, {"cost_entries": later.data["cost_entries"]}, now=LATER)
-    load_bundle(engine, {"delete": {"cost_entries": doomed}}, now=LATER)
-    return token, acct, doomed
-
-
-def _struct_body(
-    engine: Engine, query: ShapedList, envelope: type[msgspec.Struct], acct: int, **asked: object
-) -> bytes:
+def _struct_body(engine: Engine, path: str, acct: int, cursor: str | None, limit: int) -> bytes:
     """The body of the rows built as Structs and encoded by msgspec (the path of every store
     but SQLite), on a connection of the test's own."""
+    query, envelope, values = SERVED[path]
     with engine.connect() as conn:
-        page = query.rows(conn, acct, cursors=Cursors(), **asked)  # type: ignore[arg-type]
+        page = query.rows(conn, acct, cursors=Cursors(), cursor=cursor, limit=limit, **values)
         return msgspec.json.encode(envelope(data=list(page.rows), page=page.info))
 
 
-@pytest.mark.parametrize(
-    ("path", "query", "envelope"),
-    [("cost_entries", COST_ENTRIES, CostEntryList), ("deletions", DELETIONS, DeletionList)],
-)
+@pytest.mark.parametrize("path", LISTS)
 def test_each_page_is_the_bytes_of_the_rows_built_and_encoded(
-    client: Client,
-    engine: Engine,
-    db_url: str,
-    path: str,
-    query: ShapedList,
-    envelope: type[msgspec.Struct],
+    client: Client, engine: Engine, path: str
 ) -> None:
-    token, acct, doomed = _world(engine)
+    world = every_list(engine)
     cursor = None
     pages = rows = 0
     while True:
-        asked = {"limit": 2, "cursor": cursor}
+        asked: dict[str, Any] = {"limit": 2, "cursor": cursor}
+        if path == "initiatives":
+            asked["include_sample"] = "true"
         response = client.get(
             f"/api/v1/{path}",
             params={k: v for k, v in asked.items() if v is not None},
-            headers=bearer(token),
+            headers=bearer(world.token),
         )
         assert response.status_code == 200, response.text
-        assert response.content == _struct_body(engine, query, envelope, acct, **asked)
+        assert response.content == _struct_body(engine, path, world.account, cursor, 2)
         served = response.json()
         pages, rows = pages + 1, rows + len(served["data"])
         cursor = served["page"]["next_cursor"]
         if cursor is None:
             break
-    # Every row walked: the four tricky ones and the three later ones (cost entries), or the
-    # three tombstones.
-    assert rows == (len(TRICKY) + 3 if path == "cost_entries" else len(doomed))
+    # Every row walked, across both load stamps.
+    assert rows == world.rows[path]
     assert pages == (rows + 1) // 2
 
 
 def test_sqlite_serves_the_rows_it_wrote_and_other_stores_the_structs(
     engine: Engine, db_url: str
 ) -> None:
-    _, acct, _ = _world(engine)
+    acct = every_list(engine).account
     with engine.connect() as conn:
         page = COST_ENTRIES.served(conn, acct, cursors=Cursors(), cursor=None, limit=3)
         if engine.dialect.name == "sqlite":
@@ -140,12 +105,28 @@ def test_sqlite_serves_the_rows_it_wrote_and_other_stores_the_structs(
             assert len(page.rows) == 3
 
 
-def test_rows_with_a_float_are_built_in_python() -> None:
-    # SQLite writes a float with 15 significant digits; msgspec the shortest exact text.
-    assert VALUE_ENTRY.sqlite_json() is None
-    assert OBSERVATION.sqlite_json() is None
-    assert COST_ENTRY.sqlite_json() is not None
-    assert DELETION.sqlite_json() is not None
+def test_rows_with_a_float_or_a_list_are_built_in_python() -> None:
+    # SQLite writes a float with 15 significant digits; msgspec the shortest exact text. A
+    # JSON array is kept as the text it was written in, not the text msgspec writes.
+    in_python: list[Shape[Any]] = [VALUE_ENTRY, OBSERVATION, INITIATIVE, DECISION, INTEGRATION]
+    written: list[Shape[Any]] = [COST_ENTRY, DELETION, METRIC]
+    assert [shape.sqlite_json() for shape in in_python] == [None] * len(in_python)
+    assert all(shape.sqlite_json() is not None for shape in written)
+
+
+def test_an_optional_person_is_written_as_msgspec_writes_it() -> None:
+    # A nested Struct that may be null (SQLite's CASE passes json_object's JSON on as JSON).
+    shape = Shape(
+        Outer,
+        literal(1, Integer()),
+        literal("x", String()),
+        Shape(Inner, literal(None, Boolean()), literal(None, Date()), optional=True),
+    )
+    with MEMORY.connect() as conn:
+        written, *columns = conn.execute(select(shape.sqlite_json(), *shape.columns)).one()
+    (built,) = shape.builder()([columns])
+    assert built == Outer(1, "x", None)
+    assert written.encode() == msgspec.json.encode(built) == b'{"n":1,"text":"x","inner":null}'
 
 
 class Inner(msgspec.Struct):
@@ -156,7 +137,7 @@ class Inner(msgspec.Struct):
 class Outer(msgspec.Struct):
     n: int | None
     text: str | None
-    inner: Inner
+    inner: Inner | None
 
 
 class Renamed(msgspec.Struct, rename="camel"):
@@ -219,7 +200,7 @@ def test_a_sqlite_without_json_functions_serves_the_structs(
     # A build of SQLite may leave its JSON functions out: pages are then built in Python.
     import airoi.listing
 
-    _, acct, _ = _world(engine)
+    acct = every_list(engine).account
     assert airoi.listing.sqlite_writes_json()  # this process's SQLite has them
     monkeypatch.setattr(airoi.listing, "sqlite_writes_json", lambda: False)
     with engine.connect() as conn:

@@ -31,10 +31,10 @@ def test_unhandled_error_is_500_without_its_message_in_body_or_log(
 
     secret = "5e3c" + "0ffee"  # a value bound at run time, as a token hash would be
 
-    def broken(row: object) -> object:
+    def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError(f"token_hash={secret}")
 
-    monkeypatch.setattr(metrics, "build_metric", broken)
+    monkeypatch.setattr(metrics.METRICS, "served", broken)
     with caplog.at_level(logging.DEBUG):
         response = client.get("/api/v1/metrics", headers=bearer(token))
     assert response.status_code == 500

@@ -30,6 +30,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Dialect,
+    FromClause,
     LargeBinary,
     Select,
     Table,
@@ -278,10 +279,10 @@ AFTER_LATER_STAMP = "after, later stamp"
 
 
 class ListQuery:
-    """One list endpoint's page query: `query` narrowed to the account, with the filters a
+    """One list endpoint's page statements: `query` narrowed to the account, with the filters a
     request uses, in keyset order of `table`'s (updated_at, id), or of the two columns `order`
-    names. Its rows are finished by the caller's `build`; `ShapedList` is the one whose rows
-    are a Shape's Structs.
+    names. The statements, the cursors and the cut of a page are made here; a list is served
+    by `ShapedList`, whose rows are a Shape's Structs (or, on SQLite, their JSON text).
 
     `filters` maps a filter's name to its condition; a condition that takes a value reads it
     from `bindparam(name)`, a flag (such as leaving samples out) takes none. The statement for
@@ -368,27 +369,6 @@ class ListQuery:
         finally:
             params["page_rows"] = wanted
 
-    def page(
-        self,
-        conn: Connection,
-        account_id: int,
-        *,
-        cursors: Cursors,
-        cursor: str | None,
-        limit: int,
-        build: Callable[[Any], T],
-        **values: Any,
-    ) -> Page[T]:
-        """One page of the account's rows; `values` are the filters' (None: not filtering)."""
-        (used, after), params = self._request(conn, account_id, cursors, cursor, limit, values)
-        fetched = self.fetch(
-            conn, after, params, lambda kind: conn.execute(self.statement(used, kind), params).all()
-        )
-        rows, has_more, next_cursor, resume = self._cut(
-            conn, account_id, cursors, fetched, limit, _KEYSET_LAST, cursor
-        )
-        return Page([build(row) for row in rows], has_more, next_cursor, resume)
-
     def _request(
         self,
         conn: Connection,
@@ -459,8 +439,10 @@ def _keyset_in(shape: Shape[Any], order: tuple[Any, Any]) -> tuple[int, int] | N
 
 
 class ShapedList(ListQuery, Generic[S]):
-    """A `ListQuery` whose rows are `shape`'s Structs, run `Prepared` on the driver (see
-    `airoi.db.prepared`) and built by the Shape's generated builder."""
+    """A list whose rows are `shape`'s Structs, run `Prepared` on the driver (see
+    `airoi.db.prepared`) and built by the Shape's generated builder: every list is one.
+    `source`: what the Shape's columns are read from, where that is more than `table` (an
+    outer join to the users a row names)."""
 
     def __init__(
         self,
@@ -471,9 +453,16 @@ class ShapedList(ListQuery, Generic[S]):
         *,
         must_exist: Mapping[str, ExistenceCheck] | None = None,
         order: tuple[str, str] = ("updated_at", "id"),
+        source: FromClause | None = None,
     ) -> None:
+        source = table if source is None else source
         super().__init__(
-            endpoint, select(*shape.columns), table, filters, must_exist=must_exist, order=order
+            endpoint,
+            select(*shape.columns).select_from(source),
+            table,
+            filters,
+            must_exist=must_exist,
+            order=order,
         )
         self.shape = shape
         self._served_keyset = _keyset_in(shape, self.order_columns)
@@ -488,7 +477,11 @@ class ShapedList(ListQuery, Generic[S]):
             None
             if row_json is None
             else ListQuery(
-                endpoint, select(sql_cast(row_json, LargeBinary)), table, filters, order=order
+                endpoint,
+                select(sql_cast(row_json, LargeBinary)).select_from(source),
+                table,
+                filters,
+                order=order,
             )
         )
         self._json_prepared: dict[tuple[frozenset[str], str, bool], Prepared] = {}

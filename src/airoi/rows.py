@@ -87,13 +87,26 @@ def _iso_ms_postgresql(element: iso_ms, compiler: SQLCompiler, **kw: Any) -> str
 
 
 class Shape(Generic[S]):
-    """`struct`'s fields, in order, each read from one column or from a nested Shape."""
+    """`struct`'s fields, in order, each read from one column or from a nested Shape.
 
-    def __init__(self, struct: type[S], *fields: ColumnElement[Any] | Shape[Any]) -> None:
+    A field the row computes (a label, a comparison) is a SQL expression like any other
+    column. `optional`: the Struct is null where its first field's column is NULL, as a
+    nested person is where the row names nobody.
+    """
+
+    def __init__(
+        self,
+        struct: type[S],
+        *fields: ColumnElement[Any] | Shape[Any],
+        optional: bool = False,
+    ) -> None:
         names = struct.__struct_fields__
         if len(fields) != len(names):
             raise TypeError(f"{struct.__name__} has {len(names)} fields, given {len(fields)}")
+        if optional and isinstance(fields[0], Shape):
+            raise TypeError(f"an optional {struct.__name__} is told apart by a column first")
         self.struct = struct
+        self.optional = optional
         # Every column, nested Shapes' flattened in place, unlabelled; `columns` labels them.
         self.raw: list[ColumnElement[Any]] = []
         # Runs of plain columns, and nested Shapes, by their place among the columns:
@@ -145,7 +158,9 @@ class Shape(Generic[S]):
                     args += [value(offset + i) for i in range(start, stop)]
                 else:
                     args.append(call(nested, offset + start))
-            return f"{name}({', '.join(args)})"
+            made = f"{name}({', '.join(args)})"
+            # The driver's NULL is None, whatever the column's processor.
+            return f"(None if r[{offset}] is None else {made})" if shape.optional else made
 
         source = f"lambda rows: [{call(self, 0)} for r in rows]"
         # The text is made above from the Shape's own fields and nothing else.
@@ -172,7 +187,11 @@ class Shape(Generic[S]):
                 return None
             # Written into the statement (not bound): the field names are the Struct's own.
             arguments += [literal_column(f"'{name}'", String()), value]
-        return func.json_object(*arguments, type_=String())
+        written: ColumnElement[str] = func.json_object(*arguments, type_=String())
+        if self.optional:
+            # A CASE passes json_object's JSON on as JSON: it is nested, not quoted.
+            written = case((self.raw[0].is_(None), null()), else_=written)
+        return written
 
     def field_names(self, columns: Sequence[int]) -> tuple[str, ...] | None:
         """The encoded names of the fields served from these columns (by their place among

@@ -147,9 +147,9 @@ def keyset_page(handler: Callable[P, T]) -> Callable[P, Awaitable[T]]:
     WAL mode (`read_in_place`) run where it is asked, on the event loop (a local file, 1 to
     5 ms, where the hop to a worker thread and back cost the limit-100 page a quarter of its
     rate); elsewhere in a worker thread, since a server (or a writer's lock) can leave it
-    waiting. Handlers that compute over the account (`/roi`, `/budgets`, `/initiatives`)
-    always run in a worker thread (`sync_to_thread=True`): hundreds of milliseconds on a
-    large account."""
+    waiting. Every list but `/budgets` is one. Handlers that compute over the account
+    (`/roi`, `/budgets`) always run in a worker thread (`sync_to_thread=True`): hundreds of
+    milliseconds on a large account."""
 
     @functools.wraps(handler)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:

@@ -46,13 +46,12 @@ def list_budgets(
     ] = False,
 ) -> BudgetList:
     reading = reading_of(request)
-    page = BUDGET_INITIATIVES.page(
+    page = BUDGET_INITIATIVES.rows(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
-        build=lambda r: r,
         initiative_id=initiative_id,
         # SPEC 4.A.4, 4.A.10: without include_sample=true sample initiatives are left out,
         # but one that initiative_id names is selected, as on /roi (SEMANTICS R31, R7).

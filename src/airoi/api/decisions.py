@@ -15,8 +15,8 @@ from airoi.api.common import (
     UpdatedSince,
     reading_of,
 )
-from airoi.listing import parse_updated_since
-from airoi.reports.decisions import DECISIONS, DecisionList, build_decision
+from airoi.listing import parse_updated_since, served_rows
+from airoi.reports.decisions import DECISIONS, DecisionList
 from airoi.store_access import keyset_page
 from airoi.vocabulary import Outcome
 
@@ -46,15 +46,14 @@ def list_decisions(
     ] = None,
 ) -> DecisionList:
     reading = reading_of(request)
-    page = DECISIONS.page(
+    page = DECISIONS.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
-        build=build_decision,
         updated_since=parse_updated_since(updated_since),
         initiative_id=initiative_id,
         outcome=outcome,
     )
-    return DecisionList(data=list(page.rows), page=page.info)
+    return DecisionList(data=served_rows(page), page=page.info)

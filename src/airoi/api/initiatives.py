@@ -16,17 +16,14 @@ from airoi.api.common import (
     reading_of,
 )
 from airoi.errors import bad_parameter, not_found
-from airoi.listing import (
-    MAX_ID,
-    parse_updated_since,
-)
+from airoi.listing import MAX_ID, parse_updated_since, served_rows
 from airoi.reports.initiatives import (
     INITIATIVES,
     Initiative,
     InitiativeList,
-    build_initiative,
     initiative_of,
 )
+from airoi.store_access import keyset_page
 
 
 @get(
@@ -40,8 +37,9 @@ from airoi.reports.initiatives import (
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
     tags=["Initiatives"],
-    sync_to_thread=True,  # its database work in a worker thread (airoi.store_access)
+    # A keyset page: on the event loop on SQLite, in a worker thread otherwise (airoi.store_access).
 )
+@keyset_page
 def list_initiatives(
     request: ApiRequest,
     limit: Limit = 100,
@@ -50,17 +48,16 @@ def list_initiatives(
     include_sample: IncludeSample = False,
 ) -> InitiativeList:
     reading = reading_of(request)
-    page = INITIATIVES.page(
+    page = INITIATIVES.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
-        build=build_initiative,
         updated_since=parse_updated_since(updated_since),
         without_samples=None if include_sample else True,
     )
-    return InitiativeList(data=list(page.rows), page=page.info)
+    return InitiativeList(data=served_rows(page), page=page.info)
 
 
 def parse_id(value: str) -> int:

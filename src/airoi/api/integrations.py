@@ -14,8 +14,8 @@ from airoi.api.common import (
     UpdatedSince,
     reading_of,
 )
-from airoi.listing import parse_updated_since
-from airoi.reports.integrations import INTEGRATIONS, IntegrationList, build_integration
+from airoi.listing import parse_updated_since, served_rows
+from airoi.reports.integrations import INTEGRATIONS, IntegrationList
 from airoi.store_access import keyset_page
 from airoi.vocabulary import IntegrationStatus
 
@@ -47,15 +47,14 @@ def list_integrations(
     ] = None,
 ) -> IntegrationList:
     reading = reading_of(request)
-    page = INTEGRATIONS.page(
+    page = INTEGRATIONS.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
-        build=build_integration,
         updated_since=parse_updated_since(updated_since),
         platform=platform,
         status=status,
     )
-    return IntegrationList(data=list(page.rows), page=page.info)
+    return IntegrationList(data=served_rows(page), page=page.info)

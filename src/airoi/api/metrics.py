@@ -11,8 +11,8 @@ from airoi.api.common import (
     UpdatedSince,
     reading_of,
 )
-from airoi.listing import parse_updated_since
-from airoi.reports.metrics import METRICS, MetricList, build_metric
+from airoi.listing import parse_updated_since, served_rows
+from airoi.reports.metrics import METRICS, MetricList
 from airoi.store_access import keyset_page
 
 
@@ -34,13 +34,12 @@ def list_metrics(
     updated_since: UpdatedSince = None,
 ) -> MetricList:
     reading = reading_of(request)
-    page = METRICS.page(
+    page = METRICS.served(
         reading.db,
         reading.principal.account_id,
         cursors=reading.cursors,
         cursor=cursor,
         limit=limit,
-        build=build_metric,
         updated_since=parse_updated_since(updated_since),
     )
-    return MetricList(data=list(page.rows), page=page.info)
+    return MetricList(data=served_rows(page), page=page.info)

@@ -21,9 +21,9 @@ from airoi.auth import Principal
 from airoi.db.tables import budget_versions, cost_entries, fx_rates, initiatives, users
 from airoi.finance.budgets import BudgetFigures, BudgetVersion, budget_figures
 from airoi.finance.money import FxTable
-from airoi.listing import ListQuery, PageInfo
+from airoi.listing import PageInfo, ShapedList
 from airoi.reports.fields import INITIATIVE_MUST_EXIST, Cents, Id, Int64, Person, note, person
-from airoi.rows import Row
+from airoi.rows import Row, Shape
 from airoi.vocabulary import BudgetSource, CostCategory, OpexCadence
 
 BudgetStatus = Literal["no_budget", "scheduled", "within", "over"]
@@ -288,10 +288,18 @@ def compute_budget_rows(
     ]
 
 
+class BudgetSubject(Row):
+    """What a budget row is computed for: an initiative and the currency of its figures
+    (the account's where it has none)."""
+
+    id: int
+    currency: str | None
+
+
 # The page walks initiatives; each row is then finished by compute_budget_rows.
-BUDGET_INITIATIVES = ListQuery(
+BUDGET_INITIATIVES = ShapedList(
     "budgets",
-    select(initiatives.c.id, initiatives.c.currency, initiatives.c.updated_at),
+    Shape(BudgetSubject, initiatives.c.id, initiatives.c.currency),
     initiatives,
     {
         "initiative_id": initiatives.c.id == bindparam("initiative_id"),

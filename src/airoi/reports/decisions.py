@@ -1,13 +1,13 @@
 """The portfolio decisions as served (SPEC 2.8, 4.A.11): the row and its list."""
 
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, case
 
 from airoi.db.tables import decisions, users
-from airoi.listing import ListQuery, ResumablePageInfo
+from airoi.listing import ResumablePageInfo, ShapedList
 from airoi.reports.fields import (
     INITIATIVE_MUST_EXIST,
     Cents,
@@ -18,10 +18,9 @@ from airoi.reports.fields import (
     UpdatedAt,
     entry_filters,
     note,
-    person,
-    text_datetime,
+    person_shape,
 )
-from airoi.rows import Row
+from airoi.rows import Row, Shape, iso_ms
 from airoi.vocabulary import Outcome, Stage
 
 # SEMANTICS R14.
@@ -81,40 +80,37 @@ class DecisionList(msgspec.Struct):
 
 
 decider = users.alias("decider")
-
-
-def build_decision(row: Any) -> Decision:
-    return Decision(
-        id=row.id,
-        initiative_id=row.initiative_id,
-        subject_title=row.subject_title,
-        outcome=row.outcome,
-        outcome_label=OUTCOME_LABELS[row.outcome],
-        rationale=row.rationale,
-        stage_before=row.stage_before,
-        stage_after=row.stage_after,
-        stage_changed=row.stage_before != row.stage_after,
-        decided_at=text_datetime(row.decided_at),
-        decided_by=person(row.decided_by_id, row.decided_by_name),
-        next_review_on=row.next_review_on,
-        currency=row.currency,
-        approved_value_cents=row.approved_value_cents,
-        cost_to_date_cents=row.cost_to_date_cents,
-        net_cents=row.net_cents,
-        planned_value_cents=row.planned_value_cents,
-        planned_value_to_date_cents=row.planned_value_to_date_cents,
-        roi=row.roi,
-        created_at=text_datetime(row.created_at) or "",
-        updated_at=text_datetime(row.updated_at) or "",
-    )
-
-
-DECISIONS = ListQuery(
+_c = decisions.c
+DECISION = Shape(
+    Decision,
+    _c.id,
+    _c.initiative_id,
+    _c.subject_title,
+    _c.outcome,
+    # SEMANTICS R14: the outcome's wording.
+    case(OUTCOME_LABELS, value=_c.outcome),
+    _c.rationale,
+    _c.stage_before,
+    _c.stage_after,
+    _c.stage_before != _c.stage_after,
+    iso_ms(_c.decided_at),
+    person_shape(_c.decided_by_id, decider.c.name),
+    _c.next_review_on,
+    _c.currency,
+    _c.approved_value_cents,
+    _c.cost_to_date_cents,
+    _c.net_cents,
+    _c.planned_value_cents,
+    _c.planned_value_to_date_cents,
+    _c.roi,
+    iso_ms(_c.created_at),
+    iso_ms(_c.updated_at),
+)
+DECISIONS = ShapedList(
     "decisions",
-    select(decisions, decider.c.name.label("decided_by_name")).outerjoin(
-        decider, decider.c.id == decisions.c.decided_by_id
-    ),
+    DECISION,
     decisions,
-    {**entry_filters(decisions), "outcome": decisions.c.outcome == bindparam("outcome")},
+    {**entry_filters(decisions), "outcome": _c.outcome == bindparam("outcome")},
     must_exist=INITIATIVE_MUST_EXIST,
+    source=decisions.outerjoin(decider, decider.c.id == _c.decided_by_id),
 )

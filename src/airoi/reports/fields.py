@@ -1,6 +1,6 @@
 """The fields and filters the served rows share, for the HTTP API and the tools alike."""
 
-from datetime import date, datetime
+from datetime import date
 from typing import Annotated, Any
 
 from litestar.openapi.spec import (
@@ -8,13 +8,22 @@ from litestar.openapi.spec import (
     OpenAPIFormat,
 )
 from litestar.params import KwargDefinition
-from sqlalchemy import ColumnElement, Connection, Table, bindparam, exists, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    String,
+    Table,
+    bindparam,
+    exists,
+    func,
+    literal,
+    select,
+)
 
 from airoi.db.tables import initiatives
 from airoi.errors import bad_parameter, not_found
 from airoi.listing import changed_since
 from airoi.rows import Row, Shape
-from airoi.timeutil import format_datetime
 
 
 class _Int64:
@@ -75,12 +84,18 @@ class Source(Row):
     connection_id: Annotated[Id | None, note("The integration (connection) that brought it in.")]
 
 
-def text_datetime(value: datetime | None) -> str | None:
-    return None if value is None else format_datetime(value)
-
-
 def person(person_id: int | None, name: str | None) -> Person | None:
+    """A person a figure names (a budget version's setter), by name only."""
     return None if person_id is None else Person(id=person_id, name=name or "")
+
+
+def person_shape(
+    person_id: ColumnElement[int | None], name: ColumnElement[str | None]
+) -> Shape[Person]:
+    """The person a row names by `person_id`, served by `name` (from an outer join on the
+    users): null where the row names nobody, and named '' where the account holds no such
+    user, as `person` serves them."""
+    return Shape(Person, person_id, func.coalesce(name, literal("", String())), optional=True)
 
 
 def source_shape(table: Table) -> Shape[Source]:
@@ -121,7 +136,7 @@ _INITIATIVE_VISIBLE = select(
 
 
 def entry_filters(table: Table, *, periods: bool = False) -> dict[str, ColumnElement[bool]]:
-    """The filters of SPEC 4.A.1 on a table of entries, for a `ListQuery`."""
+    """The filters of SPEC 4.A.1 on a table of entries, for a `ShapedList`."""
     filters = {
         "updated_since": changed_since(table),
         "initiative_id": table.c.initiative_id == bindparam("initiative_id"),

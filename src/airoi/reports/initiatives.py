@@ -1,16 +1,12 @@
 """The initiatives as served (SPEC 2.2, 4.A.4, 4.A.5): the row, its list and one by id."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
-from sqlalchemy import Connection, Select, select
+from sqlalchemy import Connection, bindparam, select
 
 from airoi.db.tables import initiatives, users
-from airoi.listing import (
-    ListQuery,
-    ResumablePageInfo,
-    changed_since,
-)
+from airoi.listing import ResumablePageInfo, ShapedList, changed_since
 from airoi.reports.fields import (
     Cents,
     CreatedAt,
@@ -20,10 +16,9 @@ from airoi.reports.fields import (
     Person,
     UpdatedAt,
     note,
-    person,
-    text_datetime,
+    person_shape,
 )
-from airoi.rows import Row
+from airoi.rows import Row, Shape, iso_ms
 from airoi.vocabulary import RolledUpStatus, Stage
 
 
@@ -67,67 +62,63 @@ class InitiativeList(msgspec.Struct):
 
 
 owner = users.alias("owner")
-
-_columns = [c for c in initiatives.c if c.name not in ("account_id",)]
-
-
-def initiative_query() -> Select[Any]:
-    return select(*_columns, owner.c.name.label("owner_name")).outerjoin(
-        owner, owner.c.id == initiatives.c.owner_id
-    )
-
-
-def build_initiative(row: Any) -> Initiative:
-    return Initiative(
-        id=row.id,
-        title=row.title,
-        description=row.description,
-        hypothesis=row.hypothesis,
-        stage=row.stage,
-        is_sample=row.is_sample,
-        category=row.category,
-        priority=row.priority,
-        source=row.source,
-        business_unit=row.business_unit,
-        department=row.department,
-        gl_dimension_value=row.gl_dimension_value,
-        owner=person(row.owner_id, row.owner_name),
-        confidence_score=row.confidence_score,
-        roi_time_horizon_years=row.roi_time_horizon_years,
-        currency=row.currency,
-        expected_capex_cents=row.expected_capex_cents,
-        expected_opex_cents=row.expected_opex_cents,
-        expected_cost_savings_cents=row.expected_cost_savings_cents,
-        expected_revenue_uplift_cents=row.expected_revenue_uplift_cents,
-        started_at=text_datetime(row.started_at),
-        went_live_at=text_datetime(row.went_live_at),
-        approved_at=text_datetime(row.approved_at),
-        closed_at=text_datetime(row.closed_at),
-        submitted_for_review_at=text_datetime(row.submitted_for_review_at),
-        created_at=text_datetime(row.created_at) or "",
-        updated_at=text_datetime(row.updated_at) or "",
-    )
-
-
-INITIATIVES = ListQuery(
+_c = initiatives.c
+INITIATIVE = Shape(
+    Initiative,
+    _c.id,
+    _c.title,
+    _c.description,
+    _c.hypothesis,
+    _c.stage,
+    _c.is_sample,
+    _c.category,
+    _c.priority,
+    _c.source,
+    _c.business_unit,
+    _c.department,
+    _c.gl_dimension_value,
+    person_shape(_c.owner_id, owner.c.name),
+    _c.confidence_score,
+    _c.roi_time_horizon_years,
+    _c.currency,
+    _c.expected_capex_cents,
+    _c.expected_opex_cents,
+    _c.expected_cost_savings_cents,
+    _c.expected_revenue_uplift_cents,
+    iso_ms(_c.started_at),
+    iso_ms(_c.went_live_at),
+    iso_ms(_c.approved_at),
+    iso_ms(_c.closed_at),
+    iso_ms(_c.submitted_for_review_at),
+    iso_ms(_c.created_at),
+    iso_ms(_c.updated_at),
+)
+# The owner's name, where the row names one.
+_WITH_OWNER = initiatives.outerjoin(owner, owner.c.id == _c.owner_id)
+INITIATIVES = ShapedList(
     "initiatives",
-    initiative_query(),
+    INITIATIVE,
     initiatives,
     {
         "updated_since": changed_since(initiatives),
-        "without_samples": initiatives.c.is_sample.is_(False),
+        "without_samples": _c.is_sample.is_(False),
     },
+    source=_WITH_OWNER,
 )
+
+_ONE = (
+    select(*INITIATIVE.columns)
+    .select_from(_WITH_OWNER)
+    .where(_c.id == bindparam("id"), _c.account_id == bindparam("account_id"))
+)
+# The executed row's values are processed already (SQLite's 0/1 made a boolean).
+_build = INITIATIVE.builder()
 
 
 def initiative_of(db: Connection, account_id: int, initiative_id: int) -> Initiative | None:
     """The account's initiative `initiative_id` as served; None for any other id (a 404)."""
-    row = db.execute(
-        initiative_query().where(
-            initiatives.c.id == initiative_id, initiatives.c.account_id == account_id
-        )
-    ).first()
-    return None if row is None else build_initiative(row)
+    row = db.execute(_ONE, {"id": initiative_id, "account_id": account_id}).first()
+    return None if row is None else _build([row])[0]
 
 
 # SEMANTICS R26: the stages each rolled-up status stands for.

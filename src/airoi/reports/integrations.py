@@ -3,13 +3,13 @@
 Credentials, settings and error prose are never read.
 """
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam
 
 from airoi.db.tables import integrations, users
-from airoi.listing import ListQuery, ResumablePageInfo, changed_since
+from airoi.listing import ResumablePageInfo, ShapedList, changed_since
 from airoi.reports.fields import (
     CreatedAt,
     DateTimeText,
@@ -17,10 +17,9 @@ from airoi.reports.fields import (
     Person,
     UpdatedAt,
     note,
-    person,
-    text_datetime,
+    person_shape,
 )
-from airoi.rows import Row
+from airoi.rows import Row, Shape, iso_ms
 from airoi.vocabulary import AuthType, IntegrationStatus
 
 
@@ -74,48 +73,37 @@ class IntegrationList(msgspec.Struct):
 
 
 connector = users.alias("connector")
-
+_c = integrations.c
 # SEMANTICS R15: the secret columns (credentials, settings, last_error) are never selected.
-SERVED_COLUMNS = [
-    c for c in integrations.c if c.name not in ("credentials", "settings", "last_error")
-]
-
-
-def integration_query() -> Any:
-    return select(*SERVED_COLUMNS, connector.c.name.label("connected_by_name")).outerjoin(
-        connector, connector.c.id == integrations.c.connected_by_id
-    )
-
-
-def build_integration(row: Any) -> Integration:
-    return Integration(
-        id=row.id,
-        platform=row.platform,
-        name=row.name,
-        description=row.description,
-        status=row.status,
-        auth_type=row.auth_type,
-        last_sync_status=row.last_sync_status,
-        last_synced_at=text_datetime(row.last_synced_at),
-        reauth_required_at=text_datetime(row.reauth_required_at),
-        external_account_id=row.external_account_id,
-        external_account_name=row.external_account_name,
-        primary_source_categories=list(row.primary_source_categories or []),
-        metric_categories=list(row.metric_categories or []),
-        simulated=row.simulated,
-        connected_by=person(row.connected_by_id, row.connected_by_name),
-        created_at=text_datetime(row.created_at) or "",
-        updated_at=text_datetime(row.updated_at) or "",
-    )
-
-
-INTEGRATIONS = ListQuery(
+INTEGRATION = Shape(
+    Integration,
+    _c.id,
+    _c.platform,
+    _c.name,
+    _c.description,
+    _c.status,
+    _c.auth_type,
+    _c.last_sync_status,
+    iso_ms(_c.last_synced_at),
+    iso_ms(_c.reauth_required_at),
+    _c.external_account_id,
+    _c.external_account_name,
+    # Stored as JSON arrays (the loader writes [] for none given), read back as lists.
+    _c.primary_source_categories,
+    _c.metric_categories,
+    _c.simulated,
+    person_shape(_c.connected_by_id, connector.c.name),
+    iso_ms(_c.created_at),
+    iso_ms(_c.updated_at),
+)
+INTEGRATIONS = ShapedList(
     "integrations",
-    integration_query(),
+    INTEGRATION,
     integrations,
     {
         "updated_since": changed_since(integrations),
-        "platform": integrations.c.platform == bindparam("platform"),
-        "status": integrations.c.status == bindparam("status"),
+        "platform": _c.platform == bindparam("platform"),
+        "status": _c.status == bindparam("status"),
     },
+    source=integrations.outerjoin(connector, connector.c.id == _c.connected_by_id),
 )

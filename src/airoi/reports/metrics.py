@@ -1,14 +1,13 @@
 """The metric definitions as served (SPEC 2.5, 4.A.8): the row and its list."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
-from sqlalchemy import select
 
 from airoi.db.tables import metrics
-from airoi.listing import ListQuery, ResumablePageInfo, changed_since
-from airoi.reports.fields import CreatedAt, Id, UpdatedAt, note, text_datetime
-from airoi.rows import Row
+from airoi.listing import ResumablePageInfo, ShapedList, changed_since
+from airoi.reports.fields import CreatedAt, Id, UpdatedAt, note
+from airoi.rows import Row, Shape, iso_ms
 
 
 class Metric(Row):
@@ -29,24 +28,18 @@ class MetricList(msgspec.Struct):
     page: ResumablePageInfo
 
 
-def build_metric(row: Any) -> Metric:
-    return Metric(
-        id=row.id,
-        metric_key=row.metric_key,
-        name=row.name,
-        description=row.description,
-        metric_type=row.metric_type,
-        unit=row.unit,
-        currency_metric=row.currency_metric,
-        active=row.active,
-        created_at=text_datetime(row.created_at) or "",
-        updated_at=text_datetime(row.updated_at) or "",
-    )
-
-
-METRICS = ListQuery(
-    "metrics",
-    select(metrics),
-    metrics,
-    {"updated_since": changed_since(metrics)},
+_c = metrics.c
+METRIC = Shape(
+    Metric,
+    _c.id,
+    _c.metric_key,
+    _c.name,
+    _c.description,
+    _c.metric_type,
+    _c.unit,
+    _c.currency_metric,
+    _c.active,
+    iso_ms(_c.created_at),
+    iso_ms(_c.updated_at),
 )
+METRICS = ShapedList("metrics", METRIC, metrics, {"updated_since": changed_since(metrics)})

@@ -24,7 +24,7 @@ from airoi.reports import lookups
 from airoi.reports import search as searching
 from airoi.reports.breakdown import breakdown_page
 from airoi.reports.budgets import compute_budget_rows
-from airoi.reports.decisions import DECISIONS, build_decision
+from airoi.reports.decisions import DECISIONS
 from airoi.reports.initiatives import STATUS_STAGES, rolled_up
 from airoi.reports.observations import OBSERVATIONS
 from airoi.reports.roi import compute_roi
@@ -225,13 +225,12 @@ def decision_list(
 ) -> DecisionListResult:
     """GET /decisions's page for the same filters, by the same query."""
     try:
-        page = DECISIONS.page(
+        page = DECISIONS.rows(
             db,
             principal.account_id,
             cursors=cursors,
             cursor=cursor,
             limit=limit,
-            build=build_decision,
             updated_since=None,
             initiative_id=initiative_id,
             outcome=outcome,
