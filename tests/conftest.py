@@ -125,6 +125,35 @@ def _empty(engine: Engine) -> None:
                 conn.execute(text(f"DELETE FROM {name}"))  # noqa: S608 - fixed table names
 
 
+# The modules whose tests start something outside this process (a fuzzer, a code generator,
+# a browser, an install, `airoi serve` with workers, npm tools), longest first. They run
+# before the rest, so each worker starts its longest tests while the short ones can still
+# fill the gaps behind them, and the run does not end waiting on one of these.
+SLOW_EXTERNALS = (
+    "test_schemathesis.py",
+    "test_generated_clients.py",
+    "browser/test_dashboard.py",
+    "browser/test_oauth_signin.py",
+    "browser/test_docs_page.py",
+    "client/test_install_beside.py",
+    "bench/test_faults.py",
+    "oauth/test_sign_in_clients.py",
+    "test_workers.py",
+    "test_http_limits.py",
+    "api/test_openapi_lint.py",
+    "test_logs.py",
+    "client/test_light.py",
+)
+_TESTS = Path(__file__).parent
+assert all((_TESTS / name).is_file() for name in SLOW_EXTERNALS), "a slow module was moved"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow externals first, in SLOW_EXTERNALS' order; the rest keep theirs."""
+    rank = {str(_TESTS / name): place for place, name in enumerate(SLOW_EXTERNALS)}
+    items.sort(key=lambda item: rank.get(str(item.path), len(rank)))
+
+
 # Every store a test of `db_url` runs on, unless it is `store_independent` (see above).
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
 
