@@ -45,6 +45,7 @@ ENDPOINTS: dict[str, tuple[str, ...]] = {
     "metrics": ("limit", "cursor", "updated_since"),
     "observations": ("limit", "cursor", "updated_since", "initiative_id", "metric_key"),
     "budgets": ("limit", "cursor", "initiative_id", "include_sample", "budgeted"),
+    "business_cases": ("limit", "cursor", "initiative_id", "include_sample"),
     "decisions": ("limit", "cursor", "updated_since", "initiative_id", "outcome"),
     "integrations": ("limit", "cursor", "updated_since", "platform", "status"),
 }

@@ -28,10 +28,21 @@ LISTS = (
     "metrics",
     "observations",
     "budgets",
+    "business_cases",
     "decisions",
     "integrations",
 )
-FILTERED = ("roi", "cost_entries", "value_entries", "observations", "budgets", "decisions")
+# One row per initiative of the account (SPEC 4.A.10, SEMANTICS R43), samples included.
+PER_INITIATIVE = ("budgets", "business_cases")
+FILTERED = (
+    "roi",
+    "cost_entries",
+    "value_entries",
+    "observations",
+    "budgets",
+    "business_cases",
+    "decisions",
+)
 STATUSES = ("draft", "calculated", "reviewed", "approved", "disputed", "archived")
 
 
@@ -148,12 +159,12 @@ def check(client: Client, accounts: list[Account]) -> None:
         foreign_names = set().union(*(a.names for a in others))
         bodies: list[Any] = []
         for path in LISTS:
-            extra = {"include_sample": "true"} if path in ("initiatives", "budgets") else {}
+            per_initiative = path in PER_INITIATIVE
+            extra = {"include_sample": "true"} if per_initiative or path == "initiatives" else {}
             rows = walk(client, me.token, path, **extra)
             bodies.append(rows)
-            # Budgets: one row per initiative of the account (SPEC 4.A.10).
-            expected = me.ids["initiatives"] if path == "budgets" else me.ids[path]
-            key = "initiative_id" if path == "budgets" else "id"
+            expected = me.ids["initiatives"] if per_initiative else me.ids[path]
+            key = "initiative_id" if per_initiative else "id"
             assert {r[key] for r in rows} == expected, path
         for initiative in me.ids["initiatives"]:
             one = client.get(f"/api/v1/initiatives/{initiative}", headers=bearer(me.token))

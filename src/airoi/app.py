@@ -32,6 +32,7 @@ from airoi import __version__
 from airoi.api import (
     breakdown,
     budgets,
+    business_cases,
     cost_entries,
     decisions,
     deletions,
@@ -124,6 +125,7 @@ ROUTE_HANDLERS: list[HTTPRouteHandler] = [
     metrics.list_metrics,
     observations.list_observations,
     budgets.list_budgets,
+    business_cases.list_business_cases,
     decisions.list_decisions,
     integrations.list_integrations,
     deletions.list_deletions,

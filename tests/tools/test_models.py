@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from airoi.reports import roi
 from airoi.reports.breakdown import BreakdownRow
 from airoi.reports.budgets import BudgetRow, CurrentVersion
+from airoi.reports.business_cases import BusinessCaseRow
 from airoi.reports.cost_entries import CostEntry
 from airoi.reports.decisions import Decision
 from airoi.reports.fields import Person, Source
@@ -70,6 +71,7 @@ SHOWN = [
     ),
     Shown(models.BudgetVersionRef, CurrentVersion),
     Shown(models.Budget, BudgetRow, own_doc=True),
+    Shown(models.PlanAgainstActuals, BusinessCaseRow, own_doc=True),
     Shown(
         models.CostItem,
         CostEntry,
@@ -120,6 +122,7 @@ OWN = {
     models.IntegrationListResult,
     models.RoiBreakdown,
     models.DecisionListResult,
+    models.BusinessCaseListResult,
     models.ReadingListResult,
     models.HelpArticle,
     models.PlatformSetupGuide,

@@ -34,6 +34,7 @@ TAGS: Final = {
     "Value": "Value entries; only approved value counts toward ROI.",
     "Metrics": "Metrics and their readings (observations).",
     "Budgets": "Budget against spend, one row per initiative.",
+    "Business cases": "Each initiative's business case against its actuals (SEMANTICS R43-R45).",
     "Decisions": "Portfolio decisions, immutable once written.",
     "Connections": "The account's connections (integrations).",
     "Deletions": "Tombstones of removed rows, for copies that stay exact (SEMANTICS R34).",

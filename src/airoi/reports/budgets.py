@@ -11,18 +11,17 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import date
-from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 import msgspec
-from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select
+from sqlalchemy import Connection, bindparam, select
 
 from airoi.auth import Principal
-from airoi.db.tables import budget_versions, cost_entries, fx_rates, initiatives, users
+from airoi.db.tables import budget_versions, cost_entries, initiatives, users
 from airoi.finance.budgets import BudgetFigures, BudgetVersion, budget_figures
-from airoi.finance.money import FxTable
 from airoi.listing import PageInfo, ShapedList
 from airoi.reports.fields import INITIATIVE_MUST_EXIST, Cents, Id, Int64, Person, note, person
+from airoi.reports.monthly import monthly_sums
 from airoi.rows import Row, Shape
 from airoi.vocabulary import BudgetSource, CostCategory, OpexCadence
 
@@ -141,17 +140,6 @@ class BudgetList(msgspec.Struct):
     page: PageInfo
 
 
-def account_fx(db: Connection, principal: Principal) -> FxTable:
-    rates: dict[str, list[tuple[date, Decimal]]] = defaultdict(list)
-    for currency, effective_from, rate in db.execute(
-        select(fx_rates.c.currency, fx_rates.c.effective_from, fx_rates.c.rate).where(
-            fx_rates.c.account_id == principal.account_id
-        )
-    ):
-        rates[currency].append((effective_from, Decimal(rate)))
-    return FxTable(principal.account_currency, rates)
-
-
 def _versions(
     db: Connection, ids: Sequence[int]
 ) -> tuple[dict[int, list[BudgetVersion]], dict[int, str]]:
@@ -182,55 +170,6 @@ def _versions(
         if row.set_by_id is not None:
             names[row.set_by_id] = row.set_by_name
     return by_initiative, names
-
-
-def _costs(
-    db: Connection, principal: Principal, currencies: dict[int, str], today: date
-) -> dict[int, dict[tuple[date, str], int]]:
-    """Spend dated on or before today, by (month, category), in each row's currency (R21)."""
-    costs: dict[int, dict[tuple[date, str], int]] = defaultdict(lambda: defaultdict(int))
-    same = [i for i, c in currencies.items() if c == principal.account_currency]
-    other = [i for i, c in currencies.items() if c != principal.account_currency]
-    if same:
-        # One row a (initiative, month, category): about 35 an initiative on a large account,
-        # 14,000 for a page of 400. The sum is read as the whole number it is (PostgreSQL's
-        # sum of bigints is a numeric, made a Decimal a row), and the rows fetched at once.
-        rows = db.execute(
-            select(
-                cost_entries.c.initiative_id,
-                cost_entries.c.entry_month,
-                cost_entries.c.cost_category,
-                cast(func.sum(cost_entries.c.account_amount_cents), BigInteger),
-            )
-            .where(cost_entries.c.initiative_id.in_(same), cost_entries.c.entry_date <= today)
-            .group_by(
-                cost_entries.c.initiative_id,
-                cost_entries.c.entry_month,
-                cost_entries.c.cost_category,
-            )
-        ).all()
-        for initiative_id, month, category, cents in rows:
-            costs[initiative_id][(month, category)] += cents or 0
-    if other:
-        fx = account_fx(db, principal)
-        entries = db.execute(
-            select(
-                cost_entries.c.initiative_id,
-                cost_entries.c.entry_date,
-                cost_entries.c.entry_month,
-                cost_entries.c.cost_category,
-                cost_entries.c.amount_cents,
-                cost_entries.c.currency,
-            ).where(
-                cost_entries.c.initiative_id.in_(other),
-                cost_entries.c.entry_date <= today,
-                cost_entries.c.amount_cents.is_not(None),
-            )
-        )
-        for initiative_id, day, month, category, amount, currency in entries:
-            converted = fx.convert(amount, currency, day, currencies[initiative_id])
-            costs[initiative_id][(month, category)] += converted
-    return costs
 
 
 def _current_version(version: BudgetVersion | None, names: dict[int, str]) -> CurrentVersion | None:
@@ -270,7 +209,9 @@ def compute_budget_rows(
         return []
     currencies = {row.id: row.currency or principal.account_currency for row in initiative_rows}
     versions, names = _versions(db, list(currencies))
-    costs = _costs(db, principal, currencies, today)
+    costs = monthly_sums(
+        db, principal, cost_entries, currencies, today, by=cost_entries.c.cost_category
+    )
     return [
         budget_row(
             row.id,

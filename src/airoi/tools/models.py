@@ -138,6 +138,123 @@ class InitiativeListResult(Result):
     next_cursor: str | None = Field(default=None, description=NEXT_CURSOR)
 
 
+# get_business_cases (and get_initiative's plan): GET /business_cases's rows, whole ----------
+
+
+class PlanAgainstActuals(Result):
+    """The initiative's row of GET /business_cases: its business case against actuals to date."""
+
+    initiative_id: int
+    currency: str = Field(
+        description=(
+            "ISO 4217 code of every amount: the initiative's currency, else the account's."
+        )
+    )
+    as_of: date = Field(description="The day the plan is held against the actuals (today).")
+    has_business_case: bool = Field(
+        description=(
+            "Whether the initiative has a business case: at least one of its expected capex, "
+            "opex, cost savings and revenue uplift is filled in."
+        )
+    )
+    horizon_years: int | None = Field(
+        description=("The initiative's roi_time_horizon_years: the years the plan's totals cover.")
+    )
+    planned_capex_cents: int | None = Field(
+        description=(
+            "The business case's capex over the horizon. Null when has_business_case is false."
+        )
+    )
+    planned_opex_cents: int | None = Field(
+        description=(
+            "The business case's opex over the horizon. Null when has_business_case is false."
+        )
+    )
+    planned_cost_cents: int | None = Field(
+        description=(
+            "planned_capex_cents + planned_opex_cents. Null when has_business_case is false."
+        )
+    )
+    planned_value_cents: int | None = Field(
+        description=(
+            "Expected cost savings plus expected revenue uplift over the horizon. Null when "
+            "has_business_case is false."
+        )
+    )
+    planned_net_value_cents: int | None = Field(
+        description=(
+            "planned_value_cents − planned_cost_cents. Null when has_business_case is false."
+        )
+    )
+    planned_roi: float | None = Field(
+        description=(
+            "Planned net value over planned cost; null when planned cost is 0 or "
+            "has_business_case is false."
+        )
+    )
+    plan_started_on: date | None = Field(
+        description=(
+            "First day of the month the initiative went live, where the plan starts; null until "
+            "it has gone live, and when has_business_case is false."
+        )
+    )
+    months_elapsed: int = Field(
+        description=(
+            "Months of the plan from its start month through the current month, both included, at"
+            " most the horizon's; 0 until the initiative has gone live."
+        )
+    )
+    planned_value_to_date_cents: int | None = Field(
+        description=(
+            "The value the plan should have delivered by now: planned value × months_elapsed / "
+            "the horizon's months, rounded half to even once; 0 before the plan starts. Null when"
+            " has_business_case is false, or horizon_years is null or not a positive number."
+        )
+    )
+    planned_cost_to_date_cents: int | None = Field(
+        description=(
+            "What the plan should have cost by now: planned capex (at once) plus planned opex × "
+            "months_elapsed / the horizon's months, rounded half to even once; 0 before the plan "
+            "starts. Null when has_business_case is false, or horizon_years is null or not a "
+            "positive number."
+        )
+    )
+    approved_value_to_date_cents: int = Field(
+        description=("Approved value entries dated on or before as_of.")
+    )
+    capex_to_date_cents: int = Field(description="Capex cost entries dated on or before as_of.")
+    opex_to_date_cents: int = Field(description="Opex cost entries dated on or before as_of.")
+    cost_to_date_cents: int = Field(description="capex_to_date_cents + opex_to_date_cents.")
+    net_value_to_date_cents: int = Field(
+        description=("approved_value_to_date_cents − cost_to_date_cents.")
+    )
+    roi_to_date: float | None = Field(
+        description=("Net value to date over cost to date; null when cost to date is 0.")
+    )
+    value_realization_ratio: float | None = Field(
+        description=(
+            "Approved value to date over planned value to date: 1.0 means the value promised by "
+            "now has arrived; null when planned value to date is null or 0."
+        )
+    )
+    payback_month: date | None = Field(
+        description=(
+            "First day of the earliest month from which the cumulative net (approved value minus "
+            "cost, of the entries dated to the end of each month) stays at or above 0 through the"
+            " current month; null when there is no cost to date or the cumulative net is below 0 "
+            "now."
+        )
+    )
+
+
+class BusinessCaseListResult(Result):
+    business_cases: list[PlanAgainstActuals] = Field(
+        description="Ordered by the initiative, as GET /business_cases serves them."
+    )
+    has_more: bool = Field(description="True when more match after this page.")
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
+
+
 # get_initiative -----------------------------------------------------------------------------
 
 
@@ -304,6 +421,12 @@ class InitiativeDetail(Result):
     owner: PersonRef | None = Field(description="The owner, by name only.")
     url: str | None = Field(description="The initiative's page in the application.")
     business_case: BusinessCase
+    plan: PlanAgainstActuals = Field(
+        description=(
+            "The business case held against actuals to date: planned and actual ROI, the value "
+            "and cost due by now against what arrived, and the payback month."
+        )
+    )
     budget: Budget
     recent_costs: list[CostItem] = Field(description="The 10 most recent cost entries.")
     cost_entry_count: int

@@ -46,6 +46,7 @@ from airoi.tools.arguments import argument_names, strict_tool
 from airoi.tools.completion import register_completion
 from airoi.tools.errors import ToolRefusal, validation_sentence
 from airoi.tools.models import (
+    BusinessCaseListResult,
     DecisionListResult,
     HelpArticle,
     InitiativeDetail,
@@ -71,7 +72,8 @@ MCP_PATH = "/mcp"
 MCP_METHODS = ("POST",)
 LIST_INITIATIVES_DEFAULT = 20
 LIST_INITIATIVES_MAX = 50  # SPEC 8
-# The other lists' pages: get_roi_breakdown, list_decisions, list_metric_readings as
+# The other lists' pages: get_roi_breakdown, get_business_cases, list_decisions,
+# list_metric_readings as
 # list_initiatives; list_integrations as many as it always showed.
 PAGE_DEFAULT = LIST_INITIATIVES_DEFAULT
 PAGE_MAX = LIST_INITIATIVES_MAX
@@ -390,6 +392,25 @@ class AccountTools:
                 today=self.today(),
             )
 
+    def get_business_cases(
+        self,
+        ctx: Context,
+        initiative_id: InitiativeFilter = None,
+        limit: PageLimit = PAGE_DEFAULT,
+        cursor: Cursor = None,
+    ) -> BusinessCaseListResult:
+        principal = principal_of(ctx)
+        with self.reading(ctx) as db:
+            return service.business_case_list(
+                db,
+                principal,
+                initiative_id=initiative_id,
+                limit=limit,
+                cursor=cursor,
+                cursors=self.cursors,
+                today=self.today(),
+            )
+
     def list_decisions(
         self,
         ctx: Context,
@@ -502,7 +523,9 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
     "get_initiative": (
         "Initiative detail",
         "One initiative: stage, category, owner, business case (expected capex, opex, savings "
-        "and revenue uplift), the approved budget against spend to date, the 10 most recent "
+        "and revenue uplift), the plan against actuals to date (planned and actual ROI, value "
+        "due by now against value realized, payback month), the approved budget against "
+        "spend to date, the 10 most recent "
         "cost and value entries (value entries count toward ROI only when approved) and the "
         "most recent notes.",
     ),
@@ -521,6 +544,15 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
         "The account's connections to other platforms with status, last sync outcome and time, "
         "and whether the platform needs reconnecting, by platform. Credentials are never shown. "
         "total says how many there are; pass next_cursor back as cursor for the next page.",
+    ),
+    "get_business_cases": (
+        "Business cases against actuals",
+        "Each initiative's business case held against what it has cost and delivered to date: "
+        "the plan (capex, opex, value, net and ROI over its horizon), the value and cost the "
+        "plan should have reached by today, the actuals to date, roi_to_date, "
+        "value_realization_ratio (approved value over the value due by now) and payback_month. "
+        "In the initiative's currency; sample initiatives left out unless initiative_id names "
+        "one. The rows of GET /business_cases; pass next_cursor back as cursor.",
     ),
     "list_decisions": (
         "List portfolio decisions",

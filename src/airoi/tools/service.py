@@ -24,6 +24,7 @@ from airoi.reports import lookups
 from airoi.reports import search as searching
 from airoi.reports.breakdown import breakdown_page
 from airoi.reports.budgets import compute_budget_rows
+from airoi.reports.business_cases import BUSINESS_CASE_INITIATIVES, compute_business_case_rows
 from airoi.reports.decisions import DECISIONS
 from airoi.reports.initiatives import STATUS_STAGES, rolled_up
 from airoi.reports.observations import OBSERVATIONS
@@ -33,6 +34,7 @@ from airoi.tools.errors import ToolRefusal
 from airoi.tools.models import (
     Budget,
     BusinessCase,
+    BusinessCaseListResult,
     ConnectionRef,
     CostItem,
     DecisionItem,
@@ -45,6 +47,7 @@ from airoi.tools.models import (
     IntegrationListResult,
     NoteItem,
     PersonRef,
+    PlanAgainstActuals,
     PlatformSetupGuide,
     ReadingItem,
     ReadingListResult,
@@ -275,6 +278,40 @@ def reading_list(
     )
 
 
+def business_case_list(
+    db: Connection,
+    principal: Principal,
+    *,
+    initiative_id: int | None,
+    limit: int,
+    cursor: str | None,
+    cursors: Cursors,
+    today: date,
+) -> BusinessCaseListResult:
+    """GET /business_cases's page for the same filters, by the same code (samples left out
+    unless initiative_id names one, as there)."""
+    try:
+        page = BUSINESS_CASE_INITIATIVES.rows(
+            db,
+            principal.account_id,
+            cursors=cursors,
+            cursor=cursor,
+            limit=limit,
+            initiative_id=initiative_id,
+            without_samples=None if initiative_id is not None else True,
+        )
+    except ApiError as exc:
+        raise _refused(exc, initiative_id) from None
+    rows = compute_business_case_rows(db, principal, page.rows, today)
+    return BusinessCaseListResult(
+        business_cases=[
+            PlanAgainstActuals.model_validate(msgspec.to_builtins(row)) for row in rows
+        ],
+        has_more=page.has_more,
+        next_cursor=page.next_cursor,
+    )
+
+
 def _refused(exc: ApiError, initiative_id: int | None) -> Exception:
     """A list's 400 or 404 as the tool's sentence; anything else (a 503) as it was."""
     if exc.status == 404 and initiative_id is not None:
@@ -292,6 +329,7 @@ def initiative_detail(
         raise _no_initiative(initiative_id)
     currency = row.currency or principal.account_currency
     (budget_row,) = compute_budget_rows(db, principal, [row], today)
+    (plan_row,) = compute_business_case_rows(db, principal, [row], today)
     costs, cost_count = lookups.recent_costs(db, principal, initiative_id, RECENT_ENTRIES)
     values, value_count = lookups.recent_values(db, principal, initiative_id, RECENT_ENTRIES)
     notes, note_count = lookups.recent_notes(db, principal, initiative_id, RECENT_ENTRIES)
@@ -314,7 +352,9 @@ def initiative_detail(
             roi_time_horizon_years=row.roi_time_horizon_years,
             confidence_score=row.confidence_score,
         ),
-        # The very row GET /budgets serves for this initiative, through the same code.
+        # The very rows GET /business_cases and GET /budgets serve for this initiative,
+        # through the same code.
+        plan=PlanAgainstActuals.model_validate(msgspec.to_builtins(plan_row)),
         budget=Budget.model_validate(msgspec.to_builtins(budget_row)),
         recent_costs=[
             CostItem(

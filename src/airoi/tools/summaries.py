@@ -154,6 +154,25 @@ def decision_list(r: Any) -> str:
     return line + _more(r.has_more) + "."
 
 
+def business_case_list(r: Any) -> str:
+    rows = r.business_cases
+    line = f"{_count(len(rows), 'initiative')} on this page"
+    cased = [row for row in rows if row.has_business_case]
+    if rows:
+        line += f", {len(cased):,} with a business case"
+    behind = sum(
+        1
+        for row in cased
+        if row.value_realization_ratio is not None and row.value_realization_ratio < 1
+    )
+    if behind:
+        line += f", {behind:,} with less value realized than due by now"
+    paid = sum(1 for row in rows if row.payback_month is not None)
+    if rows:
+        line += f", {paid:,} paid back"
+    return line + _more(r.has_more) + "."
+
+
 def reading_list(r: Any) -> str:
     keys = sorted({row.metric_key for row in r.readings if row.metric_key})
     shown = ", ".join(quoted(key) for key in keys[:3])
@@ -170,6 +189,7 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "list_integrations": integration_list,
     "get_help_article": help_article,
     "get_platform_setup_guide": platform_setup_guide,
+    "get_business_cases": business_case_list,
     "list_decisions": decision_list,
     "list_metric_readings": reading_list,
 }
