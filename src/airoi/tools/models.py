@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from airoi.reports.budgets import BudgetStatus
+from airoi.reports.budgets import BudgetStatus, ProjectedStatus
 from airoi.vocabulary import (
     BreakdownBy,
     BudgetSource,
@@ -249,6 +249,25 @@ class Budget(Result):
         description=(
             "The approved version in effect; null when there is no budget yet or every version "
             "starts in a later month."
+        )
+    )
+    projected_opex_fiscal_year_cents: int | None = Field(
+        description=(
+            "Opex spent in the fiscal year through as_of plus actual_monthly_run_rate_cents for "
+            "each month of the fiscal year after the current month; null when the run rate is "
+            "null."
+        )
+    )
+    projected_fiscal_year_variance_cents: int | None = Field(
+        description=(
+            "opex_budget_fiscal_year_cents minus projected_opex_fiscal_year_cents; negative means "
+            "the projection is over the fiscal year's opex budget; null with the projection."
+        )
+    )
+    projected_fiscal_year_status: ProjectedStatus | None = Field(
+        description=(
+            "no_budget when budgeted is false; null when the projection is null; over when the "
+            "projection is above opex_budget_fiscal_year_cents; else within."
         )
     )
 
