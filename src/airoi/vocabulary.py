@@ -19,6 +19,8 @@ Stage = Literal[
 ]
 CostCategory = Literal["capex", "opex"]
 ValueStatus = Literal["draft", "calculated", "reviewed", "approved", "disputed", "archived"]
+# In SPEC 3's order, which by=value_status rows keep (SEMANTICS R37).
+VALUE_STATUSES: tuple[ValueStatus, ...] = get_args(ValueStatus)
 Outcome = Literal["continue", "scale", "fix", "pause", "retire"]
 IntegrationStatus = Literal["active", "paused", "error", "disconnected"]
 AuthType = Literal["oauth", "api_key", "basic", "webhook", "github_app", "service_account"]
@@ -38,7 +40,7 @@ ServedList = Literal[
 # The trailing windows of GET /roi and get_roi_summary (SPEC 4.A.3, 4.B).
 Window = Literal["1yr", "3yr", "5yr", "all"]
 # SEMANTICS R37: what GET /roi/breakdown splits by.
-BreakdownBy = Literal["initiative", "month", "quarter", "cost_type", "vendor"]
+BreakdownBy = Literal["initiative", "month", "quarter", "cost_type", "vendor", "value_status"]
 
 # What the search tool finds (SPEC 4.B), in the order its hits of one rank are listed.
 SearchKind = Literal[

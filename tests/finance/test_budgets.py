@@ -1,4 +1,4 @@
-"""Worked budget rows, each computed by hand (SPEC 2.7; SEMANTICS R16-R25)."""
+"""Worked budget rows, each computed by hand (SPEC 2.7; SEMANTICS R16-R25, R46)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,11 @@ def test_plain_monthly_budget() -> None:
         version_count=1,
         revision_pending=False,
         current_version=PLAIN,
+        # SEMANTICS R46: April to December (9 months) follow March: 24000 + 10000 × 9 = 114000,
+        # 6000 under the year's 120000.
+        projected_opex_fiscal_year_cents=114_000,
+        projected_fiscal_year_variance_cents=6_000,
+        projected_fiscal_year_status="within",
     )
 
 
@@ -372,6 +377,10 @@ def test_budget_starting_next_month_is_scheduled() -> None:
         version_count=1,
         revision_pending=False,
         current_version=None,  # SEMANTICS R19: null when scheduled
+        # SEMANTICS R46: no run rate (R25), so no projection and no projected status.
+        projected_opex_fiscal_year_cents=None,
+        projected_fiscal_year_variance_cents=None,
+        projected_fiscal_year_status=None,
     )
 
 
@@ -414,6 +423,10 @@ def test_no_budget() -> None:
         version_count=0,
         revision_pending=True,  # SEMANTICS R24: a pending version exists
         current_version=None,
+        # SEMANTICS R46: not budgeted: no projection, status no_budget.
+        projected_opex_fiscal_year_cents=None,
+        projected_fiscal_year_variance_cents=None,
+        projected_fiscal_year_status="no_budget",
     )
     assert budget_figures([], costs, date(2026, 3, 1), 1).revision_pending is False
 
@@ -512,3 +525,113 @@ def test_costs_after_today_count_nowhere() -> None:
 def test_unknown_cost_category() -> None:
     with pytest.raises(ValueError, match="cost category"):
         budget_figures([PLAIN], {(m(2026, 1), "other"): 1}, date(2026, 3, 1), 1)
+
+
+# ---------------------------------------------------------------------------
+# The fiscal-year projection (SEMANTICS R46)
+
+
+def projection(figures: BudgetFigures) -> tuple[int | None, int | None, str | None]:
+    return (
+        figures.projected_opex_fiscal_year_cents,
+        figures.projected_fiscal_year_variance_cents,
+        figures.projected_fiscal_year_status,
+    )
+
+
+def test_projection_over_in_a_fiscal_year_starting_in_july() -> None:
+    # SEMANTICS R46, R23: on 2026-03-10 with the fiscal year starting in July, the year runs
+    # Jul 2025 - Jun 2026; cur is March, and April, May, June (3 months) follow it.
+    v = version(1, m(2025, 9), opex=10_000)
+    costs = {
+        (m(2025, 6), "opex"): 50_000,  # the previous fiscal year: in no fiscal figure
+        (m(2025, 8), "opex"): 5_000,  # this fiscal year, before the budget began
+        (m(2025, 9), "opex"): 10_000,
+        (m(2025, 10), "opex"): 10_000,
+        (m(2025, 11), "opex"): 10_000,
+        (m(2025, 12), "opex"): 12_000,
+        (m(2026, 1), "opex"): 15_000,
+        (m(2026, 1), "capex"): 70_000,  # capex is in no opex figure
+        (m(2026, 2), "opex"): 18_000,
+        (m(2026, 3), "opex"): 6_000,  # cur, so far
+    }
+    figures = budget_figures([v], costs, date(2026, 3, 10), 7)
+    # R23: Sep 2025 - Jun 2026 covered, 10 × 10000 = 100000.
+    assert figures.opex_budget_fiscal_year_cents == 100_000
+    # R23: Aug 5000 + Sep-Nov 30000 + Dec 12000 + Jan 15000 + Feb 18000 + Mar 6000 = 86000.
+    assert figures.opex_actual_fiscal_ytd_cents == 86_000
+    # R22: Dec, Jan, Feb: (12000 + 15000 + 18000) / 3 = 15000.
+    assert figures.actual_monthly_run_rate_cents == 15_000
+    # 86000 + 15000 × 3 = 131000; 100000 - 131000 = -31000; above the budget: over.
+    assert projection(figures) == (131_000, -31_000, "over")
+
+
+def test_projection_within_from_the_first_month_of_an_october_fiscal_year() -> None:
+    # SEMANTICS R46, R23: on 2026-10-05 with the fiscal year starting in October, the year
+    # runs Oct 2026 - Sep 2027; cur is its first month and 11 months follow it.
+    v = version(1, m(2026, 1), opex=30_000, cadence="quarterly")  # 10000 a month (R17)
+    costs = {
+        (m(2026, 7), "opex"): 9_000,
+        (m(2026, 8), "opex"): 10_000,
+        (m(2026, 9), "opex"): 9_500,  # the previous fiscal year's last month
+        (m(2026, 10), "opex"): 2_000,
+    }
+    figures = budget_figures([v], costs, date(2026, 10, 5), 10)
+    # R23: every month covered, 12 × 10000 = 120000; the year so far is October's 2000.
+    assert figures.opex_budget_fiscal_year_cents == 120_000
+    assert figures.opex_actual_fiscal_ytd_cents == 2_000
+    # R22: Jul, Aug, Sep: (9000 + 10000 + 9500) / 3 = 9500, though Sep is last fiscal year.
+    assert figures.actual_monthly_run_rate_cents == 9_500
+    # 2000 + 9500 × 11 = 106500; 120000 - 106500 = 13500: within.
+    assert projection(figures) == (106_500, 13_500, "within")
+
+
+def test_projection_equal_to_the_budget_in_the_last_month_is_within() -> None:
+    # SEMANTICS R46: on 2026-03-15 with an April fiscal year (Apr 2025 - Mar 2026) cur is
+    # the year's last month: no month follows, so the projection is the year so far.
+    v = version(1, m(2025, 4), opex=1_000)
+    costs = {(m(2025, n), "opex"): 1_000 for n in range(4, 13)}
+    costs.update({(m(2026, n), "opex"): 1_000 for n in (1, 2, 3)})
+    figures = budget_figures([v], costs, date(2026, 3, 15), 4)
+    # R23: 12 months at 1000 = 12000 of budget; 12 months at 1000 = 12000 spent.
+    assert figures.opex_budget_fiscal_year_cents == 12_000
+    assert figures.opex_actual_fiscal_ytd_cents == 12_000
+    # 12000 + 1000 × 0 = 12000; 12000 - 12000 = 0; not above the budget: within.
+    assert projection(figures) == (12_000, 0, "within")
+
+
+def test_projection_rests_on_a_rounded_run_rate() -> None:
+    # SEMANTICS R46, R22: the run rate is rounded before it is multiplied. Calendar year,
+    # today 2026-04-02: Jan-Mar complete, (1000 + 1000 + 1001) / 3 = 1000.33 -> 1000; May to
+    # December (8 months) follow April.
+    v = version(1, m(2026, 1), opex=1_000)
+    costs = {(m(2026, 1), "opex"): 1_000, (m(2026, 2), "opex"): 1_000}
+    costs[(m(2026, 3), "opex")] = 1_001
+    figures = budget_figures([v], costs, date(2026, 4, 2), 1)
+    # 3001 + 1000 × 8 = 11001 (not 3001 + 8002.67); 12000 - 11001 = 999: within.
+    assert projection(figures) == (11_001, 999, "within")
+
+
+def test_no_projection_before_a_complete_month() -> None:
+    # SEMANTICS R46: budgeted, begun this month, no run rate yet (R22): every projected
+    # field null, the status included (it is no_budget only when not budgeted).
+    v = version(1, m(2026, 3), opex=1_000)
+    figures = budget_figures([v], {(m(2026, 3), "opex"): 5_000}, date(2026, 3, 31), 1)
+    assert (figures.status, figures.actual_monthly_run_rate_cents) == ("over", None)
+    assert projection(figures) == (None, None, None)
+
+
+def test_scheduled_and_unbudgeted_rows_project_nothing() -> None:
+    # SEMANTICS R46, R25: a scheduled row has fiscal figures but no run rate; an unbudgeted
+    # row is no_budget whatever it spent.
+    scheduled = version(1, m(2026, 6), opex=1_000)
+    costs = {(m(2026, 1), "opex"): 4_000, (m(2026, 2), "opex"): 4_000}
+    figures = budget_figures([scheduled], costs, date(2026, 3, 1), 1)
+    assert figures.status == "scheduled"
+    assert figures.opex_budget_fiscal_year_cents == 7_000  # June - December, 7 × 1000
+    assert projection(figures) == (None, None, None)
+    assert projection(budget_figures([], costs, date(2026, 3, 1), 1)) == (
+        None,
+        None,
+        "no_budget",
+    )

@@ -120,3 +120,23 @@ def test_a_budget_whose_opex_to_date_could_pass_64_bits_is_refused(engine: Engin
         load_bundle(engine, {**account(), "budget_versions": [version]}).inserted["budget_versions"]
         == 1
     )
+
+
+def test_a_budgeted_rows_projection_is_bounded(engine: Engine) -> None:
+    # SEMANTICS R46, R38: a budgeted row projects its fiscal year's opex so far plus its run
+    # rate for up to 11 more months, so 12 times its spend: 10**18 of opex could be projected
+    # as 1.2 * 10**19, past 2**63 - 1 (9.2 * 10**18), though the spend alone fits.
+    version = {
+        "id": 41,
+        "initiative_id": 5,
+        "effective_from": "2020-01-01",
+        "status": "approved",
+        "opex_cents": 1,
+    }
+    bundle = {**account(), "budget_versions": [version], "cost_entries": entries(10**18)}
+    problems = refused(engine, bundle)
+    assert problems[0].startswith("initiatives[id=5]: a figure of its budget row in USD")
+    # 7 * 10**17 projects to at most 8.4 * 10**18 and loads (a row with no budget version
+    # has no projection: its spend alone is bounded, as the test above with 2**63 - 1 shows).
+    bundle["cost_entries"] = entries(7 * 10**17)
+    assert load_bundle(engine, bundle).inserted["cost_entries"] == 1

@@ -87,6 +87,7 @@ def row(key: Any, label: str, value: int | None, capex: int, opex: int) -> dict[
         "total_cost_cents": total,
         "net_value_cents": None if value is None else value - total,
         "roi": None if value is None or total == 0 else float(Fraction(value - total, total)),
+        "value_cents": None,  # SEMANTICS R37: by=value_status's alone
     }
 
 
@@ -266,6 +267,183 @@ def test_a_cursor_continues_only_its_own_split(
     # And a breakdown's cursor is no list's.
     refused = client.get("/api/v1/cost_entries", params={"cursor": month}, headers=bearer(token))
     assert refused.status_code == 400
+
+
+# -- by=value_status (SEMANTICS R37) -----------------------------------------------------------
+
+STATUSES = ("draft", "calculated", "reviewed", "approved", "disputed", "archived")
+
+
+@pytest.fixture
+def valued(engine: Engine) -> dict[str, Any]:
+    """Value entries of every status but archived; today 2026-06-15, so 1yr is 2025-06-16
+    through 2026-06-15 (R8)."""
+    b = BundleBuilder()
+    acct = b.account(currency="USD")
+    other = b.account(name="Other")
+    token = b.token(b.user(acct))
+    b.user(other)
+    b.fx_rate(acct, "EUR", "1.25", "2025-01-01")
+    p = b.initiative(acct, title="Pilot")
+    q = b.initiative(acct, title="Queue")
+    s = b.initiative(acct, title="Sample", is_sample=True)
+    foreign = b.initiative(other, title="Not ours")
+
+    def value(i: int, cents: int | None, status: str, day: str, **fields: Any) -> None:
+        b.value_entry(i, amount_cents=cents, status=status, period_start=day, **fields)
+
+    value(p, 10_000, "draft", "2026-03-01")
+    value(p, 2_500, "draft", "2025-01-10")  # outside 1yr
+    value(p, 7_000, "calculated", "2026-04-01")
+    value(p, 40_000, "approved", "2026-05-01")
+    value(p, 8_000, "approved", "2026-02-01", currency="EUR")  # 8000 × 1.25 = 10000 (R5)
+    value(q, 3_000, "reviewed", "2026-01-05")
+    value(q, 5_000, "approved", "2025-03-01")  # outside 1yr
+    value(q, None, "approved", "2026-05-02")  # adds nothing (R6)
+    value(q, 6_000, "disputed", "2026-06-01")
+    value(q, -1_000, "disputed", "2026-06-02")  # summed as it is (R6)
+    value(q, 4_000, "draft", "2026-06-20")  # after today: in all, outside 1yr
+    value(s, 99_000, "approved", "2026-05-01")  # sample: never in the portfolio (R7)
+    value(s, 11_000, "draft", "2026-05-01")
+    value(foreign, 77_777, "approved", "2026-05-01")  # another account's
+    b.cost_entry(p, amount_cents=20_000, cost_category="capex", period_start="2026-05-01")
+    b.load(engine)
+    return {"token": token, "p": p, "q": q, "s": s}
+
+
+def status_rows(*values: int) -> list[dict[str, Any]]:
+    """The six rows of R37, in SPEC 3's order, from hand-worked sums of each status."""
+    return [
+        {
+            "key": status,
+            "label": status.capitalize(),
+            "approved_value_cents": cents if status == "approved" else 0,
+            "capex_cents": None,
+            "opex_cents": None,
+            "total_cost_cents": None,
+            "net_value_cents": None,
+            "roi": None,
+            "value_cents": cents,
+        }
+        for status, cents in zip(STATUSES, values, strict=True)
+    ]
+
+
+def test_by_value_status_sums_each_status_of_the_portfolio(
+    valued: dict[str, Any], client_at: MakeClient
+) -> None:
+    # SEMANTICS R37 (R7: the sample's 99000 and 11000 left out; R5, R6):
+    # draft 10000 + 2500 + 4000 = 16500; calculated 7000; reviewed 3000;
+    # approved 40000 + 10000 (8000 EUR) + 5000 + 0 (null) = 55000;
+    # disputed 6000 - 1000 = 5000; archived none: 0.
+    client, token = client_at(TODAY), valued["token"]
+    body = get(client, token, "roi/breakdown", by="value_status")
+    assert (body["by"], body["scope"], body["currency"]) == (
+        "value_status",
+        {"type": "portfolio"},
+        "USD",
+    )
+    assert body["data"] == status_rows(16_500, 7_000, 3_000, 55_000, 5_000, 0)
+    assert body["page"] == {"has_more": False, "next_cursor": None}
+    # The approved row is /roi's approved value (R9).
+    assert get(client, token, "roi")["approved_value_cents"] == 55_000
+
+
+def test_by_value_status_in_a_window_and_for_one_initiative(
+    valued: dict[str, Any], client_at: MakeClient
+) -> None:
+    # SEMANTICS R37, R8: 1yr is 2025-06-16 .. 2026-06-15: the 2500 draft (2025-01-10), the 5000
+    # approved (2025-03-01) and the 4000 draft (2026-06-20) fall outside.
+    client, token = client_at(TODAY), valued["token"]
+    year = get(client, token, "roi/breakdown", by="value_status", window="1yr")
+    # draft 10000; calculated 7000; reviewed 3000; approved 40000 + 10000 = 50000; disputed 5000.
+    assert year["data"] == status_rows(10_000, 7_000, 3_000, 50_000, 5_000, 0)
+    assert get(client, token, "roi", window="1yr")["approved_value_cents"] == 50_000
+    # Pilot alone, all time: draft 10000 + 2500 = 12500; calculated 7000; approved 50000.
+    pilot = get(client, token, "roi/breakdown", by="value_status", initiative_id=valued["p"])
+    assert pilot["scope"] == {"type": "initiative", "id": valued["p"], "title": "Pilot"}
+    assert pilot["data"] == status_rows(12_500, 7_000, 0, 50_000, 0, 0)
+    # Queue in 1yr: reviewed 3000; approved 0 (null amount); disputed 5000; the rest 0.
+    queue = get(
+        client, token, "roi/breakdown", by="value_status", window="1yr", initiative_id=valued["q"]
+    )
+    assert queue["data"] == status_rows(0, 0, 3_000, 0, 5_000, 0)
+    # A sample initiative named by initiative_id is its own scope (R7, R31): draft 11000,
+    # approved 99000.
+    sample = get(client, token, "roi/breakdown", by="value_status", initiative_id=valued["s"])
+    assert sample["data"] == status_rows(11_000, 0, 0, 99_000, 0, 0)
+
+
+def test_by_value_status_adds_up_to_every_value_entry_in_scope(
+    valued: dict[str, Any], client_at: MakeClient
+) -> None:
+    # SEMANTICS R37: the six rows hold every value entry of the window and scope, each once:
+    # their value_cents add up to the served entries' account_amount_cents, status by status.
+    client, token = client_at(TODAY), valued["token"]
+    entries = [
+        e
+        for e in get(client, token, "value_entries", limit=500)["data"]
+        if e["account_amount_cents"] is not None
+    ]
+    for window, first in (("all", "0001-01-01"), ("1yr", "2025-06-16")):
+        for initiative_id in (None, valued["p"], valued["q"], valued["s"]):
+            params: dict[str, Any] = {"by": "value_status", "window": window}
+            if initiative_id is not None:
+                params["initiative_id"] = initiative_id
+            rows = walk(client, token, limit=4, **params)
+            in_scope = [
+                e
+                for e in entries
+                if (
+                    e["initiative_id"] == initiative_id
+                    if initiative_id is not None
+                    else e["initiative_id"] != valued["s"]
+                )
+                and (window == "all" or first <= e["reported_on"] <= TODAY.isoformat())
+            ]
+            expected = {
+                status: sum(e["account_amount_cents"] for e in in_scope if e["status"] == status)
+                for status in STATUSES
+            }
+            assert {r["key"]: r["value_cents"] for r in rows} == expected, params
+            assert sum(r["value_cents"] for r in rows) == sum(
+                e["account_amount_cents"] for e in in_scope
+            )
+    # The hand-worked portfolio total (the test above): 16500 + 7000 + 3000 + 55000 + 5000.
+    rows = walk(client, token, by="value_status")
+    assert sum(r["value_cents"] for r in rows) == 86_500
+
+
+def test_by_value_status_pages_in_the_order_of_the_statuses(
+    valued: dict[str, Any], client_at: MakeClient
+) -> None:
+    # SEMANTICS R37, R13: two rows a page, in SPEC 3's order (alphabetical would put approved
+    # and archived first), each row once, the cursor continuing after the status it ended on.
+    client, token = client_at(TODAY), valued["token"]
+    pages = []
+    params: dict[str, Any] = {"by": "value_status", "limit": 2}
+    while True:
+        body = get(client, token, "roi/breakdown", **params)
+        pages.append(([r["key"] for r in body["data"]], body["page"]["has_more"]))
+        if not body["page"]["has_more"]:
+            break
+        params["cursor"] = body["page"]["next_cursor"]
+    assert pages == [
+        (["draft", "calculated"], True),
+        (["reviewed", "approved"], True),
+        (["disputed", "archived"], False),
+    ]
+    assert walk(client, token, by="value_status", limit=2) == status_rows(
+        16_500, 7_000, 3_000, 55_000, 5_000, 0
+    )
+    # A value_status cursor continues only that split.
+    response = client.get(
+        "/api/v1/roi/breakdown",
+        params={"by": "month", "cursor": params["cursor"]},
+        headers=bearer(token),
+    )
+    assert response.status_code == 400
+    assert "by value_status" in response.json()["error"]["message"]
 
 
 def test_a_quarter_begun_before_year_one_is_keyed_by_its_first_day(

@@ -1,7 +1,8 @@
 """GET /roi/breakdown over random accounts (SEMANTICS R37): FX, refunds, null amounts,
 samples, null vendors and cost types, fiscal years starting in any month. Every split adds
 up to /roi, a by=initiative row is /roi?initiative_id=, and each row's cost is the sum of
-its own entries, grouped here independently of the service."""
+its own entries, grouped here independently of the service; by value_status each status's
+row is the sum of its value entries."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.factories import BundleBuilder
 from tests.reports.test_money_properties import RATES, TODAY, MakeClient, entry, to_usd, walk
 
 BYS = ("initiative", "month", "quarter", "cost_type", "vendor")
+STATUSES = ("draft", "calculated", "reviewed", "approved", "disputed", "archived")
 WINDOWS = {"all": None, "1yr": date(2025, 6, 16), "3yr": date(2023, 6, 16)}
 
 split_entry = st.fixed_dictionaries(
@@ -88,6 +90,9 @@ def test_every_split_is_its_entries_and_adds_up_to_roi(
         for r in walk(client, token, "value_entries", status="approved")
         if r["initiative_id"] in portfolio
     ]
+    every_value = [
+        r for r in walk(client, token, "value_entries") if r["initiative_id"] in portfolio
+    ]
 
     def get(path: str, **params: Any) -> Any:
         response = client.get(f"/api/v1/{path}", params=params, headers=bearer(token))
@@ -141,6 +146,19 @@ def test_every_split_is_its_entries_and_adds_up_to_roi(
                     approved[key_of(by, r)] += usd(r)
             for key, cents in approved.items():
                 assert served[key]["approved_value_cents"] == cents, (by, window, key)
+        # SEMANTICS R37: by value_status, the six statuses in SPEC 3's order, each the sum of
+        # its own value entries of the portfolio (R7) in the window; the approved row is /roi's.
+        rows = walk(client, token, "roi/breakdown", by="value_status", window=window)
+        by_status: dict[str, int] = dict.fromkeys(STATUSES, 0)
+        for r in every_value:
+            if counted(r):
+                by_status[r["status"]] += usd(r)
+        assert [(r["key"], r["value_cents"]) for r in rows] == list(by_status.items()), window
+        assert [r["approved_value_cents"] for r in rows] == [
+            cents if status == "approved" else 0 for status, cents in by_status.items()
+        ]
+        assert by_status["approved"] == whole["approved_value_cents"]
+        assert all(r["total_cost_cents"] is None and r["roi"] is None for r in rows)
         # A by=initiative row is /roi?initiative_id= (R37), every portfolio initiative present.
         rows = walk(client, token, "roi/breakdown", by="initiative", window=window)
         assert [r["key"] for r in rows] == ids[:3]

@@ -1,4 +1,4 @@
-"""GET /budgets, worked by hand (SPEC 2.7, 4.A.10; SEMANTICS R4, R5, R16-R25).
+"""GET /budgets, worked by hand (SPEC 2.7, 4.A.10; SEMANTICS R4, R5, R16-R25, R46).
 
 today = 2026-06-15, so the current month `cur` is June 2026; fiscal years start in January
 unless a test says otherwise.
@@ -315,6 +315,43 @@ def test_fiscal_year_starting_in_april(engine: Engine, client_at: MakeClient) ->
     assert row["opex_budget_to_date_cents"] == 500
     assert row["opex_actual_fiscal_ytd_cents"] == 70 + 110
     assert row["spent_before_budget_cents"] == 70 + 90
+    # SEMANTICS R46: complete covered months Oct 2025 - Jan 2026; the last three, Nov-Jan,
+    # spent 0 + 0 + 110: 110 / 3 = 36.67 -> 37 a month (R22). One month of the fiscal year,
+    # March, follows February: 180 + 37 × 1 = 217; 600 - 217 = 383; not above 600: within.
+    assert row["actual_monthly_run_rate_cents"] == 37
+    assert row["projected_opex_fiscal_year_cents"] == 217
+    assert row["projected_fiscal_year_variance_cents"] == 383
+    assert row["projected_fiscal_year_status"] == "within"
+
+
+def test_fiscal_year_projection_of_every_kind_of_row(
+    client_at: MakeClient, budgets: dict[str, Any]
+) -> None:
+    # SEMANTICS R46: today 2026-06-15 in a calendar fiscal year: July to December, 6 months,
+    # follow June.
+    served = rows(client_at(TODAY), budgets["token"])
+    projected = {
+        name: (
+            served[budgets[name]]["projected_opex_fiscal_year_cents"],
+            served[budgets[name]]["projected_fiscal_year_variance_cents"],
+            served[budgets[name]]["projected_fiscal_year_status"],
+        )
+        for name in ("b1", "b2", "b3", "b4", "b5")
+    }
+    assert projected == {
+        # B1: opex Jan-Jun 2000 + 3500 + 3100 + 4500 + 4100 + 1000 = 18200, run rate 3900
+        # (Mar-May): 18200 + 3900 × 6 = 41600; the year's budget 45000 - 41600 = 3400: within.
+        "b1": (41_600, 3_400, "within"),
+        # B2: opex 2500 in May, run rate 2500 (May alone): 2500 + 2500 × 6 = 17500; the year's
+        # budget May-Dec 8 × 1000 = 8000 - 17500 = -9500: over.
+        "b2": (17_500, -9_500, "over"),
+        # B3: scheduled, no run rate (R25): nothing projected.
+        "b3": (None, None, None),
+        # B4: not budgeted.
+        "b4": (None, None, "no_budget"),
+        # B5: began in June, no complete month, no run rate (R22): nothing projected.
+        "b5": (None, None, None),
+    }
 
 
 def test_budget_rows_of_one_account_only(engine: Engine, client_at: MakeClient) -> None:

@@ -11,7 +11,8 @@ import pytest
 from tests.tools.conftest import Served
 from tests.tools.world import World
 
-BYS = ("initiative", "month", "quarter", "cost_type", "vendor")
+# SEMANTICS R37: value_status too, whose rows come in SPEC 3's order of the statuses.
+BYS = ("initiative", "month", "quarter", "cost_type", "vendor", "value_status")
 NOT_ISSUED = (
     "The cursor is not one this tool issued; pass the next_cursor of a previous call unchanged."
 )
@@ -153,6 +154,32 @@ def test_vendor_id_from_a_search_hit_splits_that_vendors_cost(served: Served, wo
     assert [(r["key"], r["total_cost_cents"]) for r in by_type["data"]] == [("tokens", 5_500)]
 
 
+def test_breakdown_by_value_status_by_hand(served: Served, world: World) -> None:
+    # SEMANTICS R37: account A's value entries: p approved 300000 (2026-02-01) and 50000
+    # (2023-02-01), draft 777777, reviewed 888888; q approved 20000 (2025-09-01); none of the
+    # other statuses (their rows 0). All time, approved 300000 + 50000 + 20000 = 370000.
+    rows = served.ok(world.token_a, "get_roi_breakdown", {"by": "value_status"})["data"]
+    assert [(r["key"], r["label"], r["value_cents"], r["approved_value_cents"]) for r in rows] == [
+        ("draft", "Draft", 777_777, 0),
+        ("calculated", "Calculated", 0, 0),
+        ("reviewed", "Reviewed", 888_888, 0),
+        ("approved", "Approved", 370_000, 370_000),
+        ("disputed", "Disputed", 0, 0),
+        ("archived", "Archived", 0, 0),
+    ]
+    assert all(
+        r[field] is None
+        for r in rows
+        for field in ("capex_cents", "opex_cents", "total_cost_cents", "net_value_cents", "roi")
+    )
+    # 1yr (2025-06-16 .. 2026-06-15) leaves out 2023's 50000: approved 320000, as
+    # get_roi_summary counts it.
+    year = served.ok(world.token_a, "get_roi_breakdown", {"by": "value_status", "window": "1yr"})
+    approved = [r["value_cents"] for r in year["data"] if r["key"] == "approved"]
+    summary = served.ok(world.token_a, "get_roi_summary", {"window": "1yr"})
+    assert approved == [320_000] == [summary["approved_value_cents"]]
+
+
 def test_breakdown_refusals(served: Served, world: World) -> None:
     refused = served.refused
     assert refused(world.token_a, "get_roi_breakdown", {}) == "The by argument is required."
@@ -171,6 +198,14 @@ def test_breakdown_refusals(served: Served, world: World) -> None:
     assert (
         refused(world.token_a, "get_roi_breakdown", {"by": "month", "vendor_id": zebra_vendor})
         == f"No vendor with id {zebra_vendor} in this account."
+    )
+    # SEMANTICS R37: value entries name no vendor, so a split of value by status takes none.
+    beta = vendor_id(served, world.token_a, "Beta Labs")
+    assert refused(
+        world.token_a, "get_roi_breakdown", {"by": "value_status", "vendor_id": beta}
+    ) == (
+        "by=value_status splits value entries, which name no vendor; leave vendor_id out or "
+        "split by another dimension."
     )
     # SEMANTICS R13, R27: a cursor of another split, of another account, or none at all.
     month = served.ok(world.token_a, "get_roi_breakdown", {"by": "month", "limit": 1})

@@ -246,6 +246,7 @@ def test_tools_list_declares_read_only_typed_tools(served: Served, world: World)
         "quarter",
         "cost_type",
         "vendor",
+        "value_status",  # SEMANTICS R37, added
     ]
     breakdown_limit = props("get_roi_breakdown")["limit"]
     (integer,) = [o for o in breakdown_limit["anyOf"] if o["type"] == "integer"]

@@ -28,7 +28,7 @@ def calls_naming(world: World, own: str) -> list[tuple[str, dict[str, Any]]]:
         ("list_metric_readings", {"metric_key": "invoices_processed"}),
         ("list_metric_readings", {"metric_key": "zebra_stripes"}),
     ]
-    for by in ("initiative", "month", "quarter", "cost_type", "vendor"):
+    for by in ("initiative", "month", "quarter", "cost_type", "vendor", "value_status"):
         calls.append(("get_roi_breakdown", {"by": by}))
         calls.append(("get_roi_breakdown", {"by": by, "initiative_id": ids[own], "limit": 50}))
     for window in WINDOWS:

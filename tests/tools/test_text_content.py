@@ -78,6 +78,10 @@ def test_the_breakdown_and_list_lines(served: Served, world: World) -> None:
         f"ROI Last 12 months by vendor (vendor {acme}'s cost only): 1 row on this page, "
         "cost $400.34."
     )
+    # SEMANTICS R37: by value status the line adds value, not cost (its cost fields are null):
+    # draft 777_777 + reviewed 888_888 + approved 300_000 + 50_000 + 20_000 = 2_036_665.
+    statuses, _ = texts(served, world.token_a, "get_roi_breakdown", {"by": "value_status"})
+    assert statuses == "ROI All time by value_status: 6 rows on this page, value $20,366.65."
     first, _ = texts(served, world.token_a, "list_initiatives", {"limit": 3})
     assert (
         first

@@ -25,12 +25,17 @@ from airoi.vocabulary import Window
     summary="ROI breakdown",
     description=(
         "The ROI summary of a window and scope split by initiative, month, fiscal quarter, "
-        "cost type or vendor: one row per key, computed as GET /roi is, so that across all "
+        "cost type, vendor or value entry status: one row per key, computed as GET /roi is, so "
+        "that across all "
         "pages the rows add up to it exactly and a by=initiative row equals "
         "/roi?initiative_id=. by=initiative has a row for every initiative in scope, spent or "
         "not; month and quarter a row for every period across the window (for all, from the "
         "first to the last period with an entry); cost_type and vendor split cost only, their "
-        "value, net value and roi null. Paged by limit and cursor, ordered by key."
+        "value, net value and roi null. value_status splits value only: a row for each status "
+        "(draft, calculated, reviewed, approved, disputed, archived, in that order, each even "
+        "when 0), value_cents the status's value entries, approved_value_cents that on the "
+        "approved row and 0 on the others, cost fields, net value and roi null. Paged by limit "
+        "and cursor, ordered by key (the statuses in their order)."
     ),
     responses=ERROR_RESPONSES,
     operation_class=ApiOperation,
@@ -42,7 +47,10 @@ def get_roi_breakdown(
     by: Annotated[
         By,
         Parameter(
-            description="initiative, month, quarter (of the fiscal year), cost_type or vendor."
+            description=(
+                "initiative, month, quarter (of the fiscal year), cost_type, vendor or "
+                "value_status."
+            )
         ),
     ],
     window: Annotated[

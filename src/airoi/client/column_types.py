@@ -42,6 +42,9 @@ COLUMNS: Final[dict[str, dict[str, tuple[str, bool]]]] = {
         "current_version.reason": ("text", True),
         "current_version.set_by.id": ("int", True),
         "current_version.set_by.name": ("text", True),
+        "projected_opex_fiscal_year_cents": ("int", True),
+        "projected_fiscal_year_variance_cents": ("int", True),
+        "projected_fiscal_year_status": ("text", True),
     },
     "cost_entries": {
         "id": ("int", False),

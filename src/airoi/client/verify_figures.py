@@ -11,7 +11,9 @@ What a copy cannot recompute is left out, never guessed:
   checkable;
 - `actual_monthly_run_rate_cents` of a revised budget (more than one approved version): the
   months each version covered (R16, R22) depend on versions the service does not serve;
-- `opex_actual_fiscal_ytd_cents`: the fiscal year's first month (R23) is not served;
+- `opex_actual_fiscal_ytd_cents`: the fiscal year's first month (R23) is not served; nor,
+  so, the fiscal-year projection (R46), made of that figure and the months of the fiscal
+  year after the current one;
 - the budget side of a row (R16-R20, R24) and its status: budget versions are not served.
   The row's own budget figures are taken as served to check capex_remaining_cents,
   variance_cents and used_ratio.

@@ -1,9 +1,9 @@
 """Splitting an ROI summary along one dimension (SEMANTICS R37).
 
-The SQL sums come grouped by a column (an initiative, a month, a cost type, a vendor);
-here they are folded into the rows served, each finished by the same rule as the whole
-(R9), so that the rows add up to the summary exactly: every row is a sum of whole cents,
-never a share of one.
+The SQL sums come grouped by a column (an initiative, a month, a cost type, a vendor, a
+value entry's status); here they are folded into the rows served, each finished by the same
+rule as the whole (R9), so that the rows add up to the summary exactly: every row is a sum
+of whole cents, never a share of one.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ from airoi.finance.roi import RoiFigures, roi_figures
 
 __all__ = [
     "Part",
+    "StatusPart",
     "fiscal_quarter_label",
     "fold",
     "month_label",
     "parts",
     "quarter_of",
     "quarters_from",
+    "status_parts",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -68,6 +70,30 @@ def parts(
         figures = roi_figures(value, by_category.get("capex", 0), by_category.get("opex", 0))
         rows.append(Part(key=key, figures=figures, value_known=approved is not None))
     return rows
+
+
+@dataclass(frozen=True)
+class StatusPart:
+    """One row of the split of value by status (by=value_status): the status's value, and
+    the part of it that is approved value (all of it on the approved row, none elsewhere)."""
+
+    status: str
+    value_cents: int
+    approved_value_cents: int
+
+
+def status_parts(statuses: Iterable[str], value: Mapping[str, int]) -> list[StatusPart]:
+    """A row for each status, in the order given, 0 where no entry has it (SEMANTICS R37):
+    only the approved row's value is approved value (R9), so the rows' approved value adds
+    up to the summary's."""
+    return [
+        StatusPart(
+            status=status,
+            value_cents=value.get(status, 0),
+            approved_value_cents=value.get(status, 0) if status == "approved" else 0,
+        )
+        for status in statuses
+    ]
 
 
 # January of year 1, the first month a date can hold.

@@ -1,4 +1,4 @@
-"""One initiative's budget against its spend (SPEC 2.7; SEMANTICS R16-R25).
+"""One initiative's budget against its spend (SPEC 2.7; SEMANTICS R16-R25, R46).
 
 The caller loads the initiative's budget versions (every status) and its cost
 entries aggregated by (month, category), converted into the row's currency
@@ -73,6 +73,9 @@ class BudgetFigures:
     version_count: int
     revision_pending: bool
     current_version: BudgetVersion | None
+    projected_opex_fiscal_year_cents: int | None
+    projected_fiscal_year_variance_cents: int | None
+    projected_fiscal_year_status: str | None  # no_budget | within | over; None: no projection
 
 
 def monthly_rate(version: BudgetVersion) -> Fraction:
@@ -225,6 +228,10 @@ def _nothing_begun(*, budgeted: bool, status: str, revision_pending: bool) -> Bu
         version_count=0,
         revision_pending=revision_pending,
         current_version=None,
+        projected_opex_fiscal_year_cents=None,
+        projected_fiscal_year_variance_cents=None,
+        # SEMANTICS R46: no_budget when not budgeted; a scheduled row has no run rate.
+        projected_fiscal_year_status=None if budgeted else "no_budget",
     )
 
 
@@ -234,7 +241,8 @@ def budget_figures(
     today: date,
     fiscal_year_start_month: int,
 ) -> BudgetFigures:
-    """Compare one initiative's budget with its spend as of `today` (SEMANTICS R16-R25).
+    """Compare one initiative's budget with its spend as of `today` (SEMANTICS R16-R25), and
+    project the fiscal year's opex (R46).
 
     `versions`: every budget version of the initiative, whatever its status;
     only approved ones change a figure.
@@ -303,6 +311,13 @@ def budget_figures(
         else None
     )
 
+    # SEMANTICS R46: the fiscal year's spend so far, and the run rate for each of its months
+    # after cur.
+    months_left = sum(1 for m in fy_months if m > cur)
+    projected = (
+        None if actual_run_rate is None else opex_actual_fiscal_ytd + actual_run_rate * months_left
+    )
+
     # SEMANTICS R18: capex first.
     over_parts = [
         part
@@ -337,4 +352,15 @@ def budget_figures(
         version_count=version_count,
         revision_pending=revision_pending,
         current_version=current,
+        projected_opex_fiscal_year_cents=projected,
+        projected_fiscal_year_variance_cents=(
+            None if projected is None else opex_budget_fiscal_year - projected
+        ),
+        projected_fiscal_year_status=(
+            None
+            if projected is None
+            else "over"
+            if projected > opex_budget_fiscal_year
+            else "within"
+        ),
     )

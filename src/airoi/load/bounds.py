@@ -12,7 +12,10 @@ them later:
   magnitudes of the initiative's cost entries converted into that currency at the largest
   rate any day could apply, and its budget figures by the largest capex plus the largest
   monthly opex rate times every month from its first version to the last month a store
-  holds (9999-12); variance, remaining and run rates are made of those.
+  holds (9999-12); variance, remaining and run rates are made of those. The fiscal-year
+  projection of a budgeted row (R46) is the fiscal year's opex so far plus the run rate (an
+  average of some months' opex) for at most 11 months: at most 12 times the spend bound,
+  and its variance that plus the budget bound.
 """
 
 from __future__ import annotations
@@ -123,8 +126,21 @@ def _budget_rows(conn: Connection, accounts: list[int]) -> list[str]:
             "through 9999-12)",
         )
         for initiative_id in sorted(currency)
-        if spend.get(initiative_id, 0) + budget.get(initiative_id, 0) > MAX_CENTS
+        if _row_bound(spend.get(initiative_id, 0), budget.get(initiative_id)) > MAX_CENTS
     ]
+
+
+# The fiscal-year projection (R46): the year's opex so far and at most 11 months at the run
+# rate, each no more than the spend.
+_PROJECTED_SPENDS: Final = 12
+
+
+def _row_bound(spend: int, budget: int | None) -> int:
+    """A bound on every figure of a budget row: spend and budget, and for a row with budget
+    versions (the only rows with a projection, R46) the projection's variance."""
+    if budget is None:
+        return spend
+    return _PROJECTED_SPENDS * spend + budget
 
 
 def _spend_in_account_currency(conn: Connection, accounts: list[int]) -> dict[int, int]:

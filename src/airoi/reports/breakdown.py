@@ -1,8 +1,9 @@
-"""The ROI summary split by initiative, month, quarter, cost type or
-vendor (SEMANTICS R37).
+"""The ROI summary split by initiative, month, quarter, cost type, vendor or value entry
+status (SEMANTICS R37).
 
-The sums are /roi's own (`roi_sums`), grouped by one more column in SQL; finance/ folds
-them into rows and finishes each by R9, so the rows add up to /roi exactly.
+The sums are /roi's own (`roi_sums`, and `value_by_status` for the statuses), grouped by one
+more column in SQL; finance/ folds them into rows and finishes each by R9, so the rows add up
+to /roi exactly.
 """
 
 from collections.abc import Callable, Sequence
@@ -17,17 +18,28 @@ from airoi.db.tables import initiatives, vendors
 from airoi.errors import bad_parameter
 from airoi.finance.breakdown import (
     Part,
+    StatusPart,
     fiscal_quarter_label,
     fold,
     month_label,
     parts,
     quarter_of,
     quarters_from,
+    status_parts,
 )
 from airoi.finance.periods import month_of, months_between
 from airoi.listing import NOT_ISSUED, CursorCodec, PageInfo
 from airoi.reports.fields import Cents, Id, note
-from airoi.reports.roi import RoiPeriod, RoiScope, RoiSums, roi_period, roi_scope, roi_sums
+from airoi.reports.roi import (
+    RoiPeriod,
+    RoiScope,
+    RoiSums,
+    roi_period,
+    roi_scope,
+    roi_sums,
+    value_by_status,
+)
+from airoi.vocabulary import VALUE_STATUSES
 from airoi.vocabulary import BreakdownBy as By
 
 NO_VENDOR: Final = "No vendor"
@@ -42,8 +54,8 @@ class BreakdownRow(msgspec.Struct):
         Id | str | None,
         note(
             "The initiative id (by=initiative), the first day of the month or fiscal quarter "
-            "(month, quarter), the cost type (cost_type) or the vendor id (vendor); null for "
-            "cost with no cost type or no vendor.",
+            "(month, quarter), the cost type (cost_type), the vendor id (vendor) or the value "
+            "entry status (value_status); null for cost with no cost type or no vendor.",
             "2026-04-01",
         ),
     ]
@@ -51,25 +63,43 @@ class BreakdownRow(msgspec.Struct):
         str,
         note(
             "Display name: the initiative's title, 2026-04, Q2 2026 (FY2026/27 Q1 when the "
-            "fiscal year starts in another month), the cost type, the vendor's name; "
-            '"No cost type" and "No vendor" for a null key.'
+            "fiscal year starts in another month), the cost type, the vendor's name, the "
+            'status capitalised (Draft); "No cost type" and "No vendor" for a null key.'
         ),
     ]
     approved_value_cents: Annotated[
-        Cents | None, note("Approved value entries only; null when by is cost_type or vendor.")
+        Cents | None,
+        note(
+            "Approved value entries only; null when by is cost_type or vendor. By value_status: "
+            "the row's value_cents on the approved row, 0 on the others."
+        ),
     ]
-    capex_cents: Annotated[Cents, note("One-time part of total cost.")]
-    opex_cents: Annotated[Cents, note("Running part of total cost.")]
-    total_cost_cents: Annotated[Cents, note("capex_cents + opex_cents.")]
+    capex_cents: Annotated[
+        Cents | None, note("One-time part of total cost; null when by is value_status.")
+    ]
+    opex_cents: Annotated[
+        Cents | None, note("Running part of total cost; null when by is value_status.")
+    ]
+    total_cost_cents: Annotated[
+        Cents | None, note("capex_cents + opex_cents; null when by is value_status.")
+    ]
     net_value_cents: Annotated[
         Cents | None,
-        note("Approved value minus total cost; null when by is cost_type or vendor."),
+        note("Approved value minus total cost; null when by is cost_type, vendor or value_status."),
     ]
     roi: Annotated[
         float | None,
         note(
             "Net value divided by total cost; null when there is no cost, and when by is "
-            "cost_type or vendor."
+            "cost_type, vendor or value_status."
+        ),
+    ]
+    # SEMANTICS R37: added after the fields of version 1.
+    value_cents: Annotated[
+        Cents | None,
+        note(
+            "By value_status: the sum of the converted value entries in window and scope with "
+            "that status, whatever it is; null for every other by."
         ),
     ]
 
@@ -81,13 +111,26 @@ class RoiBreakdown(msgspec.Struct):
     by: Annotated[By, note("The dimension split along.")]
     data: Annotated[
         list[BreakdownRow],
-        note("Ordered by key (null last); across all pages they add up to GET /roi exactly."),
+        note(
+            "Ordered by key (null last; by value_status in SPEC's order of the statuses: "
+            "draft, calculated, reviewed, approved, disputed, archived); across all pages they "
+            "add up to GET /roi exactly."
+        ),
     ]
     page: PageInfo
 
 
 def _order(key: Key) -> tuple[bool, Any]:
     return (key is None, key)
+
+
+def _position(by: str, key: Key) -> tuple[bool, Any]:
+    """Where a row of this split sorts: by key, but the statuses in SPEC 3's order (R37)."""
+    if by != "value_status":
+        return _order(key)
+    if key not in VALUE_STATUSES:
+        raise bad_parameter(NOT_ISSUED)
+    return (False, VALUE_STATUSES.index(key))
 
 
 def _by_initiative(
@@ -157,6 +200,33 @@ def _by_vendor(
     ]
 
 
+def _by_value_status(
+    db: Connection, principal: Principal, initiative_id: int | None, span: tuple[date, date] | None
+) -> list[BreakdownRow]:
+    # Every status, in SPEC 3's order, 0 where none: value only, cost fields null (R37).
+    value = value_by_status(db, principal, initiative_id=initiative_id, span=span)
+    return [_status_row(part) for part in status_parts(VALUE_STATUSES, value)]
+
+
+def _status_row(part: StatusPart) -> BreakdownRow:
+    return BreakdownRow(
+        key=part.status,
+        label=part.status.capitalize(),
+        approved_value_cents=part.approved_value_cents,
+        capex_cents=None,
+        opex_cents=None,
+        total_cost_cents=None,
+        net_value_cents=None,
+        roi=None,
+        value_cents=part.value_cents,
+    )
+
+
+VALUE_STATUS_AND_VENDOR: Final = (
+    "by=value_status splits value entries, which name no vendor; leave vendor_id out or split "
+    "by another dimension."
+)
+
 # The column each `by` groups cost by in SQL, and value by (None: a split of cost alone).
 _GROUPS: Final[dict[str, tuple[Sequence[str], Sequence[str] | None]]] = {
     "initiative": (("initiative_id",), ("initiative_id",)),
@@ -177,11 +247,16 @@ def compute_breakdown(
     initiative_id: int | None,
     today: date,
     vendor_id: int | None = None,
-) -> tuple[RoiScope, RoiPeriod, list[tuple[Key, str, Part[Any]]]]:
+) -> tuple[RoiScope, RoiPeriod, list[BreakdownRow]]:
     """Every row of the split, ordered by key (SEMANTICS R37). `vendor_id` (the tool's
-    get_roi_breakdown only) splits that vendor's cost alone: value fields null."""
+    get_roi_breakdown only) splits that vendor's cost alone: value fields null; by value
+    status it is refused (400), value entries naming no vendor."""
+    if by == "value_status" and vendor_id is not None:
+        raise bad_parameter(VALUE_STATUS_AND_VENDOR)
     scope = roi_scope(db, principal, initiative_id)
     period, span = roi_period(window, today)
+    if by == "value_status":
+        return scope, period, _by_value_status(db, principal, initiative_id, span)
     cost_by, value_by = _GROUPS[by]
     sums = roi_sums(
         db,
@@ -209,7 +284,7 @@ def compute_breakdown(
         rows = _by_cost_type(sums)
     else:
         rows = _by_vendor(db, principal, sums)
-    return scope, period, rows
+    return scope, period, [_served(*row) for row in rows]
 
 
 def _served(key: Key, label: str, part: Part[Any]) -> BreakdownRow:
@@ -223,6 +298,7 @@ def _served(key: Key, label: str, part: Part[Any]) -> BreakdownRow:
         total_cost_cents=f.total_cost_cents,
         net_value_cents=f.net_value_cents if part.value_known else None,
         roi=f.roi if part.value_known else None,
+        value_cents=None,
     )
 
 
@@ -268,7 +344,9 @@ def breakdown_page(
 ) -> RoiBreakdown:
     """One page of the split, for the endpoint and the get_roi_breakdown tool alike; a bad
     cursor is a 400 (ApiError) before anything is summed."""
-    after = None if cursor is None else _order(_after(codec, by, principal.account_id, cursor))
+    after = (
+        None if cursor is None else _position(by, _after(codec, by, principal.account_id, cursor))
+    )
     scope, period, rows = compute_breakdown(
         db,
         principal,
@@ -279,7 +357,7 @@ def breakdown_page(
         vendor_id=vendor_id,
     )
     if after is not None:
-        rows = [row for row in rows if _order(row[0]) > after]
+        rows = [row for row in rows if _position(by, row.key) > after]
     served = rows[:limit]
     more = len(rows) > limit
     return RoiBreakdown(
@@ -287,9 +365,9 @@ def breakdown_page(
         period=period,
         currency=principal.account_currency,
         by=by,
-        data=[_served(*row) for row in served],
+        data=served,
         page=PageInfo(
             has_more=more,
-            next_cursor=_seal(codec, by, principal.account_id, served[-1][0]) if more else None,
+            next_cursor=_seal(codec, by, principal.account_id, served[-1].key) if more else None,
         ),
     )

@@ -26,6 +26,7 @@ from airoi.rows import Row, Shape
 from airoi.vocabulary import BudgetSource, CostCategory, OpexCadence
 
 BudgetStatus = Literal["no_budget", "scheduled", "within", "over"]
+ProjectedStatus = Literal["no_budget", "within", "over"]
 
 
 class CurrentVersion(Row):
@@ -131,6 +132,29 @@ class BudgetRow(Row):
         note(
             "The approved version in effect; null when there is no budget yet or every version "
             "starts in a later month."
+        ),
+    ]
+    # SEMANTICS R46: added after the fields of version 1.
+    projected_opex_fiscal_year_cents: Annotated[
+        Cents | None,
+        note(
+            "Opex spent in the fiscal year through as_of plus actual_monthly_run_rate_cents for "
+            "each month of the fiscal year after the current month; null when the run rate is "
+            "null."
+        ),
+    ]
+    projected_fiscal_year_variance_cents: Annotated[
+        Cents | None,
+        note(
+            "opex_budget_fiscal_year_cents minus projected_opex_fiscal_year_cents; negative means "
+            "the projection is over the fiscal year's opex budget; null with the projection."
+        ),
+    ]
+    projected_fiscal_year_status: Annotated[
+        ProjectedStatus | None,
+        note(
+            "no_budget when budgeted is false; null when the projection is null; over when the "
+            "projection is above opex_budget_fiscal_year_cents; else within."
         ),
     ]
 

@@ -177,6 +177,28 @@ def roi_sums(
     return RoiSums(cost=cost, approved=approved)
 
 
+def value_by_status(
+    db: Connection,
+    principal: Principal,
+    *,
+    initiative_id: int | None,
+    span: tuple[date, date] | None,
+) -> dict[str, int]:
+    """Converted value entries summed in SQL by status (R5, R2, R7), whatever the status: what
+    by=value_status splits (R37). A status with no entry in scope is absent."""
+    return {
+        status: int(cents)
+        for status, cents in db.execute(
+            select(
+                value_entries.c.status,
+                func.coalesce(func.sum(value_entries.c.account_amount_cents), 0),
+            )
+            .where(_in_scope(value_entries, principal, initiative_id, span))
+            .group_by(value_entries.c.status)
+        )
+    }
+
+
 def compute_roi(
     db: Connection, principal: Principal, *, window: str, initiative_id: int | None, today: date
 ) -> RoiResult:

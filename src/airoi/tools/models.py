@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from airoi.reports.budgets import BudgetStatus
+from airoi.reports.budgets import BudgetStatus, ProjectedStatus
 from airoi.vocabulary import (
     BreakdownBy,
     BudgetSource,
@@ -368,6 +368,25 @@ class Budget(Result):
             "starts in a later month."
         )
     )
+    projected_opex_fiscal_year_cents: int | None = Field(
+        description=(
+            "Opex spent in the fiscal year through as_of plus actual_monthly_run_rate_cents for "
+            "each month of the fiscal year after the current month; null when the run rate is "
+            "null."
+        )
+    )
+    projected_fiscal_year_variance_cents: int | None = Field(
+        description=(
+            "opex_budget_fiscal_year_cents minus projected_opex_fiscal_year_cents; negative means "
+            "the projection is over the fiscal year's opex budget; null with the projection."
+        )
+    )
+    projected_fiscal_year_status: ProjectedStatus | None = Field(
+        description=(
+            "no_budget when budgeted is false; null when the projection is null; over when the "
+            "projection is above opex_budget_fiscal_year_cents; else within."
+        )
+    )
 
 
 class CostItem(Result):
@@ -483,30 +502,47 @@ class BreakdownItem(Result):
     key: int | str | None = Field(
         description=(
             "The initiative id (by=initiative), the first day of the month or fiscal quarter "
-            "(month, quarter), the cost type (cost_type) or the vendor id (vendor); null for "
-            "cost with no cost type or no vendor."
+            "(month, quarter), the cost type (cost_type), the vendor id (vendor) or the value "
+            "entry status (value_status); null for cost with no cost type or no vendor."
         )
     )
     label: str = Field(
         description=(
             "Display name: the initiative's title, 2026-04, Q2 2026 (FY2026/27 Q1 when the "
-            "fiscal year starts in another month), the cost type, the vendor's name; "
-            '"No cost type" and "No vendor" for a null key.'
+            "fiscal year starts in another month), the cost type, the vendor's name, the "
+            'status capitalised (Draft); "No cost type" and "No vendor" for a null key.'
         )
     )
     approved_value_cents: int | None = Field(
-        description="Approved value entries only; null when by is cost_type or vendor."
+        description=(
+            "Approved value entries only; null when by is cost_type or vendor. By value_status: "
+            "the row's value_cents on the approved row, 0 on the others."
+        )
     )
-    capex_cents: int = Field(description=CAPEX)
-    opex_cents: int = Field(description=OPEX)
-    total_cost_cents: int = Field(description="capex_cents + opex_cents.")
+    capex_cents: int | None = Field(
+        description="One-time part of total cost; null when by is value_status."
+    )
+    opex_cents: int | None = Field(
+        description="Running part of total cost; null when by is value_status."
+    )
+    total_cost_cents: int | None = Field(
+        description="capex_cents + opex_cents; null when by is value_status."
+    )
     net_value_cents: int | None = Field(
-        description="Approved value minus total cost; null when by is cost_type or vendor."
+        description=(
+            "Approved value minus total cost; null when by is cost_type, vendor or value_status."
+        )
     )
     roi: float | None = Field(
         description=(
             "Net value divided by total cost; null when there is no cost, and when by is "
-            "cost_type or vendor."
+            "cost_type, vendor or value_status."
+        )
+    )
+    value_cents: int | None = Field(
+        description=(
+            "By value_status: the sum of the converted value entries in window and scope with "
+            "that status, whatever it is; null for every other by."
         )
     )
 
@@ -522,7 +558,11 @@ class RoiBreakdown(Result):
         description="The vendor whose cost alone is split, when one was given; null otherwise."
     )
     data: list[BreakdownItem] = Field(
-        description="Ordered by key (null last); across all pages they add up to get_roi_summary."
+        description=(
+            "Ordered by key (null last; by value_status in the order draft, calculated, "
+            "reviewed, approved, disputed, archived); across all pages they add up to "
+            "get_roi_summary."
+        )
     )
     has_more: bool = Field(description="True when more rows follow this page.")
     next_cursor: str | None = Field(description=NEXT_CURSOR)

@@ -90,7 +90,8 @@ READ_ONLY = ToolAnnotations(
 
 INSTRUCTIONS = (
     "Read-only tools over one account's AI initiatives: ROI, initiatives with budgets and "
-    "spend, ROI split by initiative, month, quarter, cost type or vendor, portfolio decisions, "
+    "spend, ROI split by initiative, month, quarter, cost type, vendor or value status, "
+    "portfolio decisions, "
     "metric readings, connections, help articles and platform setup guides. Amounts are "
     "integer cents with their currency beside them. Use search to find ids and page URLs; a "
     "list returns next_cursor while more follow: pass it back as cursor."
@@ -353,8 +354,8 @@ class AccountTools:
             BreakdownBy,
             Field(
                 description=(
-                    "initiative, month, quarter (of the account's fiscal year), cost_type or "
-                    "vendor."
+                    "initiative, month, quarter (of the account's fiscal year), cost_type, vendor "
+                    "or value_status (value by the status of its entries)."
                 )
             ),
         ],
@@ -370,7 +371,7 @@ class AccountTools:
                 le=MAX_ID,
                 description=(
                     "Only this vendor's cost (the id of a search hit of kind vendor); value, "
-                    "net value and roi are then null."
+                    "net value and roi are then null. Not with by=value_status."
                 ),
             ),
         ] = None,
@@ -505,13 +506,16 @@ TOOL_TEXTS: dict[str, tuple[str, str]] = {
     ),
     "get_roi_breakdown": (
         "ROI breakdown",
-        "The ROI of a window split by initiative, month, fiscal quarter, cost type or vendor in "
-        "one call: which initiative has the best ROI, spend by vendor, value against cost by "
-        "month. Each row in data has key, label, approved value, capex, opex, total cost, net "
-        "value and roi: the rows of GET /roi/breakdown, which add up to get_roi_summary. "
-        "cost_type and vendor split cost only (value fields null). vendor_id takes the id of a "
-        "search hit of kind vendor and splits that vendor's cost alone. Paged by limit and "
-        "cursor.",
+        "The ROI of a window split by initiative, month, fiscal quarter, cost type, vendor or "
+        "value entry status in one call: which initiative has the best ROI, spend by vendor, "
+        "value against cost by month, how much value is still draft or disputed. Each row in "
+        "data has key, label, approved value, capex, opex, total cost, net value, roi and "
+        "value_cents: the rows of GET /roi/breakdown, which add up to get_roi_summary. "
+        "cost_type and vendor split cost only (value fields null). value_status splits value "
+        "only: a row for each status (draft, calculated, reviewed, approved, disputed, "
+        "archived) with its value in value_cents, approved value on the approved row alone, "
+        "cost fields null. vendor_id takes the id of a search hit of kind vendor and splits "
+        "that vendor's cost alone. Paged by limit and cursor.",
     ),
     "list_initiatives": (
         "List initiatives",

@@ -81,10 +81,12 @@ def roi_summary(r: Any) -> str:
 
 def roi_breakdown(r: Any) -> str:
     c = r.currency
-    cost = sum(row.total_cost_cents for row in r.data)
+    cost = sum(row.total_cost_cents or 0 for row in r.data)
     vendor = "" if r.vendor_id is None else f" (vendor {r.vendor_id}'s cost only)"
     line = f"ROI {r.period.label} by {r.by}{vendor}: {_count(len(r.data), 'row')} on this page"
-    if r.data:
+    if r.data and r.by == "value_status":  # SEMANTICS R37: value alone, cost fields null
+        line += f", value {money(sum(row.value_cents or 0 for row in r.data), c)}"
+    elif r.data:
         line += f", cost {money(cost, c)}"
         values = [row.approved_value_cents for row in r.data]
         if all(v is not None for v in values):
