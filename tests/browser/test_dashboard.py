@@ -25,6 +25,7 @@ import pytest
 from airoi.db.engine import make_engine
 from airoi.db.migrate import upgrade
 from airoi.settings import Settings
+from tests.conftest import _unavailable
 from tests.factories import BundleBuilder
 from tests.servers import RunningServer, demo_served
 
@@ -770,3 +771,68 @@ def test_text_from_the_data_stays_in_its_place_and_no_figure_reads_minus_zero(
         assert isolated == [["\u202eMaya Admin", "isolate"], ["Finance", "isolate"]]
     finally:
         store.stop()
+
+
+# --- accessibility: axe-core ------------------------------------------------------------
+
+# axe-core's axe.min.js, from npm at a pinned version (`.ci/run` installs it and sets this).
+AXE_ENV = "AIROI_TEST_AXE"
+
+
+def axe_script() -> Path:
+    named = os.environ.get(AXE_ENV, "")
+    if not named or not Path(named).is_file():
+        _unavailable(
+            f"no axe-core: set {AXE_ENV} to axe.min.js of axe-core@4.10.3 from npm "
+            "(`.ci/run` installs it)"
+        )
+    return Path(named)
+
+
+def axe_violations(page: Any, script: Path) -> list[str]:
+    """axe-core's violations on the page as it is, every <details> opened first."""
+    page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(script))
+    found = page.evaluate(
+        """async () => (await axe.run(document)).violations.map(v =>
+            `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).join(', ')}`)"""
+    )
+    return list(found)
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_no_view_has_an_axe_violation(browser: Any, served: Served, width: int) -> None:
+    script = axe_script()
+    phone = width < 600
+    context = browser.new_context(
+        viewport={"width": width, "height": 812 if phone else 900},
+        is_mobile=phone,
+        has_touch=phone,
+        locale="en-US",
+        # axe.min.js is injected as a script of the page: the policy would refuse it.
+        bypass_csp=True,
+    )
+    try:
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        found: dict[str, list[str]] = {}
+        page.goto(f"{served.base}/")
+        page.wait_for_selector("#signin:not([hidden])")
+        found["sign-in"] = axe_violations(page, script)
+        page.goto(f"{served.base}{served.link}")
+        page.wait_for_selector(READY)
+        initiative = served.rows("/budgets")[0]["initiative_id"]
+        for route, view in [
+            ("#/", "portfolio"),
+            (f"#/initiatives/{initiative}", "initiative"),
+            ("#/budgets", "budgets"),
+            ("#/connections", "connections"),
+        ]:
+            page.evaluate(f"location.hash = {route!r}")
+            page.wait_for_selector(f"{READY} [data-view={view}]")
+            found[view] = axe_violations(page, script)
+        print({view: len(items) for view, items in found.items()})
+        assert {view: items for view, items in found.items() if items} == {}
+    finally:
+        context.close()

@@ -246,6 +246,30 @@
         h("tbody", {}, rows)));
   }
 
+  // A heading read by a screen reader but not shown (a column whose cells speak for
+  // themselves on screen).
+  function hidden(text) {
+    return h("span", { class: "visually-hidden" }, text);
+  }
+
+  // A table wider than its block scrolls sideways inside it: the keyboard must be able to
+  // reach it to scroll it, and a screen reader is told what it holds. Checked again when the
+  // window's width changes or a <details> opens.
+  function markScrollable() {
+    for (const wrap of document.querySelectorAll("#view .table-wrap")) {
+      const scrolls = wrap.scrollWidth > wrap.clientWidth;
+      if (scrolls && !wrap.hasAttribute("tabindex")) {
+        const heading = wrap.closest("section, details")
+          ?.querySelector(":scope > h2, :scope > summary");
+        wrap.setAttribute("tabindex", "0");
+        wrap.setAttribute("role", "region");
+        wrap.setAttribute("aria-label", `${heading ? heading.textContent : "Table"} (scrolls sideways)`);
+      } else if (!scrolls && wrap.hasAttribute("tabindex")) {
+        for (const name of ["tabindex", "role", "aria-label"]) wrap.removeAttribute(name);
+      }
+    }
+  }
+
   function stageBadge(stage) {
     return h("span", { class: `badge stage-${stage}` }, STAGES[stage] || stage);
   }
@@ -437,7 +461,7 @@
     const vendorBlock = section("Cost by vendor", { "data-window": windowName },
       vendors.length === 0 ? h("p", { class: "muted" }, "No cost in this window.") :
         table(null, ["Vendor", ["Capex", "num"], ["Opex", "num"], ["Total cost", "num"],
-          ["", "bar-cell"]],
+          [hidden("Total cost against the largest vendor's"), "bar-cell"]],
           vendors.map((row) => h("tr", {},
             h("th", { scope: "row" }, row.key === null ? h("em", {}, row.label) : row.label),
             h("td", { class: "num" }, money(row.capex_cents, currency,
@@ -488,7 +512,7 @@
     const caseBlock = section("Business case against actuals", { "data-window": "all" },
       h("p", { class: "muted" }, `Plan in ${planCurrency}${horizon ? ` over ${horizon} years` : ""}; `
         + `actuals to date in ${currency} (approved value entries and all cost, all time).`),
-      table(null, ["", ["Business case", "num"], ["Actual to date", "num"]], [
+      table(null, [hidden("Figure"), ["Business case", "num"], ["Actual to date", "num"]], [
         h("tr", {}, h("th", { scope: "row" }, "One-time cost (capex)"),
           h("td", { class: "num" }, plan("expected_capex_cents")),
           h("td", { class: "num" }, actual("roi.cost.capex_cents", roi.cost.capex_cents))),
@@ -731,11 +755,15 @@
     destroyCharts();
     document.getElementById("view").replaceChildren(view);
     for (const draw of draws) draw();
+    markScrollable();
     document.body.dataset.state = "ready";
   }
 
   function start() {
     takeTokenFromFragment();
+    window.addEventListener("resize", markScrollable);
+    // A <details> opened shows its table: toggle does not bubble, so it is caught on the way down.
+    document.addEventListener("toggle", markScrollable, true);
     document.getElementById("signin-form").addEventListener("submit", (event) => {
       event.preventDefault();
       const given = document.getElementById("token").value.trim();
