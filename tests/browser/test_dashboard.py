@@ -320,11 +320,88 @@ def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) ->
         # Every figure shown is the API's, and every one of the API's is shown.
         assert figures == expected
         assert len(figures) > 50
-    # Amounts are in the account's currency: whole dollars shown, the exact cents on hover.
+    # Amounts are in the account's currency, shown to the cent.
     roi = served.api("/roi", window="3yr")
     net = page.locator("[data-figure='roi.net_value_cents']")
-    assert net.text_content() == dollars(roi["net_value_cents"], "1")
-    assert net.get_attribute("title") == dollars(roi["net_value_cents"], "0.01")
+    assert net.text_content() == dollars(roi["net_value_cents"], "0.01")
+
+
+def amount(text: str) -> int:
+    """The cents of an amount as the page shows it ("$1,234.05", "-$0.39")."""
+    match = re.fullmatch(r"([-\u2212]?)\$([\d,]+)\.(\d\d)", text.strip())
+    assert match, f"{text!r} is not an amount to the cent"
+    cents = int(match.group(2).replace(",", "")) * 100 + int(match.group(3))
+    return -cents if match.group(1) else cents
+
+
+READ_AMOUNTS = """
+(rows, names) => rows.map(row => names.map(name =>
+  row.querySelector(`[data-figure$='.${name}']`)?.textContent ?? null))
+"""
+
+
+def test_the_portfolio_adds_up_as_shown(watched: Watched, served: Served) -> None:
+    # Each figure was rounded to whole dollars on its own: approved value $644,805 less total
+    # cost $367,245 read as net $277,561, and capex and opex, the vendors and the initiatives
+    # added up to $367,244. Read here as text, as a person would add them up.
+    sign_in(watched, served)
+    page = watched.page
+    for window, choose in [("1yr", None), ("3yr", "3 years"), ("all", "All time")]:
+        if choose:
+            page.click(f"[aria-label=Window] button:text-is('{choose}')")
+            wait_for(watched, f".cards[data-window='{window}']")
+
+        def card(figure: str) -> int:
+            return amount(page.inner_text(f".cards [data-figure='roi.{figure}']"))
+
+        value, cost, net = (
+            card("approved_value_cents"),
+            card("total_cost_cents"),
+            card("net_value_cents"),
+        )
+        capex, opex = card("cost.capex_cents"), card("cost.opex_cents")
+        assert cost > 0 and value > 0, window
+        assert net == value - cost, window
+        assert capex + opex == cost, window
+
+        def rows(selector: str, *names: str) -> list[list[int]]:
+            read = page.eval_on_selector_all(selector, READ_AMOUNTS, list(names))
+            assert read, selector
+            return [[amount(text) for text in row] for row in read]
+
+        vendors = rows(
+            "section[aria-labelledby=s-cost-by-vendor] tbody tr",
+            "capex_cents",
+            "opex_cents",
+            "total_cost_cents",
+        )
+        assert all(c + o == t for c, o, t in vendors), window
+        assert sum(row[0] for row in vendors) == capex, window
+        assert sum(row[1] for row in vendors) == opex, window
+        assert sum(row[2] for row in vendors) == cost, window
+        initiatives = rows(
+            "table.ranked tbody tr", "approved_value_cents", "total_cost_cents", "net_value_cents"
+        )
+        assert all(v - c == n for v, c, n in initiatives), window
+        assert sum(row[0] for row in initiatives) == value, window
+        assert sum(row[1] for row in initiatives) == cost, window
+        assert sum(row[2] for row in initiatives) == net, window
+        periods = rows(
+            "section[aria-labelledby=s-value-against-cost] details tbody tr",
+            "approved_value_cents",
+            "capex_cents",
+            "opex_cents",
+            "total_cost_cents",
+            "net_value_cents",
+        )
+        assert all(v - t == n and c + o == t for v, c, o, t, n in periods), window
+        assert [sum(column) for column in zip(*periods, strict=True)] == [
+            value,
+            capex,
+            opex,
+            cost,
+            net,
+        ], window
 
 
 def test_every_percentage_has_one_decimal(watched: Watched, served: Served) -> None:
@@ -740,7 +817,7 @@ def test_text_from_the_data_stays_in_its_place_and_no_figure_reads_minus_zero(
     secret = b.token(owner)
     long_title = "x" * 400  # one word wider than any screen
     initiative = b.initiative(account, title=long_title, owner_id=owner, category="Finance")
-    # Net value 10 - 49 = -39 cents: -$0.39, which rounds to $0 (not "-$0").
+    # Net value 10 - 49 = -39 cents: -$0.39, shown as it is (once rounded to "$0").
     b.cost_entry(initiative, amount_cents=49, period_start="2026-01-01")
     b.value_entry(initiative, amount_cents=10, period_start="2026-01-01")
     b.load(engine)
@@ -753,7 +830,7 @@ def test_text_from_the_data_stays_in_its_place_and_no_figure_reads_minus_zero(
         page.wait_for_selector(READY)
         net = [f for f in watched.figures() if f["figure"] == "roi.net_value_cents"]
         assert net and all(f["cents"] == "-39" for f in net)
-        assert {(f["text"], f["title"]) for f in net} == {("$0", "-$0.39")}
+        assert {f["text"] for f in net} == {"-$0.39"}
         # The ranking keeps its figures in view: the long title breaks inside its cell.
         wrap = page.eval_on_selector(
             "table.ranked",

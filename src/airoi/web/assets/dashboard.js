@@ -126,24 +126,20 @@
 
   const formats = new Map();
 
-  function currencyFormat(currency, exact) {
-    const key = `${currency}:${exact}`;
-    if (!formats.has(key)) {
+  function currencyFormat(currency) {
+    if (!formats.has(currency)) {
       let format;
       try {
-        // Exact: every amount is in hundredths of its unit, whatever the currency's own minor
-        // unit (a JPY figure of 16724950 is 167,249.50). Rounded: whole units, and a figure
-        // that rounds to 0 shows no minus sign.
-        format = new Intl.NumberFormat(undefined, exact
-          ? { style: "currency", currency, minimumFractionDigits: 2, maximumFractionDigits: 2 }
-          : { style: "currency", currency, maximumFractionDigits: 0, minimumFractionDigits: 0,
-              signDisplay: "negative" });
+        // Every amount is in hundredths of its unit, whatever the currency's own minor unit
+        // (a JPY figure of 16724950 is 167,249.50), and is shown to the hundredth.
+        format = new Intl.NumberFormat(undefined,
+          { style: "currency", currency, minimumFractionDigits: 2, maximumFractionDigits: 2 });
       } catch (error) {
         format = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2 });
       }
-      formats.set(key, format);
+      formats.set(currency, format);
     }
-    return formats.get(key);
+    return formats.get(currency);
   }
 
   // Cents as a decimal string ("-1234.05"): formatted without passing through a float.
@@ -154,8 +150,8 @@
     return `${negative ? "-" : ""}${digits.slice(0, -2)}.${digits.slice(-2)}`;
   }
 
-  function formatCents(cents, currency, exact) {
-    return currencyFormat(currency || "USD", Boolean(exact)).format(decimal(cents));
+  function formatCents(cents, currency) {
+    return currencyFormat(currency || "USD").format(decimal(cents));
   }
 
   function units(cents) {
@@ -195,7 +191,9 @@
     return element;
   }
 
-  // A money figure: the API field it shows and its exact cents ride along for anyone checking.
+  // A money figure, shown to the cent: figures side by side add up as shown (a value less a
+  // cost is the net shown, the rows are their total). The API field it shows and its exact
+  // cents ride along for anyone checking.
   function money(cents, currency, figure, key, attributes) {
     if (cents === null || cents === undefined) return h("span", { class: "none" }, "—");
     return h("span", {
@@ -203,9 +201,8 @@
       "data-figure": figure,
       "data-cents": String(cents),
       "data-key": key === undefined ? null : String(key),
-      title: formatCents(cents, currency, true),
       ...attributes,
-    }, formatCents(cents, currency, false));
+    }, formatCents(cents, currency));
   }
 
   function card(label, value, note) {
