@@ -471,11 +471,11 @@ def test_an_initiative_shows_its_case_budget_burn_and_decisions(
             assert (f"initiative.{name}", None) not in figures
         else:
             assert figures[(f"initiative.{name}", None)]["cents"] == str(initiative[name])
-    # Against the actuals of all time.
-    roi = served.api("/roi", initiative_id=chosen, window="all")
+    # Against the actuals of the portfolio's window: the last year, by default.
+    roi = served.api("/roi", initiative_id=chosen, window="1yr")
     for key, cents in roi_figures(roi).items():
         assert figures[key]["cents"] == cents
-        assert figures[key]["window"] == "all"
+        assert figures[key]["window"] == "1yr"
     # The budget row.
     (budget,) = served.rows("/budgets", initiative_id=chosen, include_sample="true")
     budget_shown = {k[0]: v for k, v in figures.items() if k[0].startswith("budgets.")}
@@ -502,6 +502,72 @@ def test_an_initiative_shows_its_case_budget_burn_and_decisions(
     listed = page.locator("ol.decisions > li")
     assert listed.count() == min(5, len(mine)) > 0
     assert listed.first.locator("p").first.text_content() == mine[0]["rationale"]
+
+
+def test_an_initiative_is_shown_over_the_window_chosen_and_says_which(
+    watched: Watched, served: Served
+) -> None:
+    # Its actuals were of all time, beside a portfolio of the last 12 months, without a word.
+    sign_in(watched, served)
+    page = watched.page
+    spans = {
+        window: {
+            row["key"]: row["total_cost_cents"]
+            for row in served.rows("/roi/breakdown", by="initiative", window=window)
+        }
+        for window in ("1yr", "3yr", "all")
+    }
+    # One whose cost differs from window to window, so that a window not followed shows.
+    chosen = next(
+        key
+        for key, cost in spans["1yr"].items()
+        if len({cost, spans["3yr"][key], spans["all"][key]}) == 3
+    )
+    page.click("[aria-label=Window] button:text-is('3 years')")
+    wait_for(watched, ".cards[data-window='3yr']")
+    page.click(f"table.ranked a[href='#/initiatives/{chosen}']")
+    wait_for(watched, "[data-view=initiative]")
+    pressed = "[role=group][aria-label=Window] button[aria-pressed=true]"
+    for window, choose in [
+        ("3yr", None),
+        ("all", "All time"),
+        ("5yr", "5 years"),
+        ("1yr", "1 year"),
+    ]:
+        if choose:
+            page.click(f"[aria-label=Window] button:text-is('{choose}')")
+            wait_for(watched, f"[data-view=initiative] section[data-window='{window}']")
+            # The choice keeps the focus, as on the portfolio.
+            assert page.evaluate("document.activeElement.textContent") == choose
+        assert page.locator(pressed).all_text_contents() == [dict(WINDOWS_SHOWN)[window]]
+        roi = served.api("/roi", initiative_id=chosen, window=window)
+        shown_figures = {
+            (item["figure"], item["key"]): item
+            for item in watched.figures()
+            if item["figure"].startswith("roi.")
+        }
+        assert {key: item["cents"] for key, item in shown_figures.items()} == roi_figures(roi)
+        assert {item["window"] for item in shown_figures.values()} == {window}
+        # It says which window, in words and by its dates.
+        period = roi["period"]
+        words = period["label"]
+        if window != "all":
+            words += f" ({long_day(period['from'])} – {long_day(period['through'])})"
+        assert page.inner_text("#view .view-head [data-window]") == f"Actual figures: {words}"
+        case = page.inner_text("section[aria-labelledby=s-business-case-against-actuals]")
+        assert words in case and f"Actual, {period['label'].lower()}" in case
+    # The portfolio keeps the window chosen last.
+    page.click("#nav a:text-is('Portfolio')")
+    wait_for(watched, ".cards[data-window='1yr']")
+
+
+WINDOWS_SHOWN = [("1yr", "1 year"), ("3yr", "3 years"), ("5yr", "5 years"), ("all", "All time")]
+
+
+def long_day(iso: str) -> str:
+    """A date as the page shows it in en-US ("Nov 26, 2026")."""
+    shown = date.fromisoformat(iso)
+    return f"{shown:%b} {shown.day}, {shown.year}"
 
 
 def test_the_budgets_overview_keeps_each_status_apart(watched: Watched, served: Served) -> None:

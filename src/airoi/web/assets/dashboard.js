@@ -175,6 +175,12 @@
       .format(date);
   }
 
+  // "Last 12 months (Nov 27, 2025 – Nov 26, 2026)": a window's name and, but for all time,
+  // its first and last days, as the API gives them.
+  function windowWords(period) {
+    return `${period.label}${period.from ? ` (${day(period.from)} – ${day(period.through)})` : ""}`;
+  }
+
   // --- the DOM --------------------------------------------------------------------------
 
   function h(tag, attributes, ...children) {
@@ -377,12 +383,9 @@
       h("a", { href: "#/connections" }, attention === 1
         ? "1 connection needs attention" : `${attention} connections need attention`),
       ": what they bring in may be missing from recent figures.");
-    const period = roi.period;
-    const span = period.from ? ` (${day(period.from)} – ${day(period.through)})` : "";
-
     const head = h("div", { class: "view-head" },
       h("div", {}, h("h1", {}, "Portfolio"), h("p", { class: "muted" },
-        `${period.label}${span} · amounts in ${currency}`)),
+        `${windowWords(roi.period)} · amounts in ${currency}`)),
       choices("Window", WINDOWS, windowName, (value) => { state.window = value; return render(); }));
 
     const total = roi.total_cost_cents;
@@ -482,9 +485,11 @@
   }
 
   async function initiativeView(view, id, draws) {
+    // The portfolio's window: an initiative opened from it is shown over the same span.
+    const windowName = state.window;
     const [initiative, roi, budgets, decisions, months] = await Promise.all([
       api(`/initiatives/${id}`),
-      api("/roi", { initiative_id: id, window: "all" }),
+      api("/roi", { initiative_id: id, window: windowName }),
       api("/budgets", { initiative_id: id, include_sample: true }),
       listAll("/decisions", { initiative_id: id }),
       listAll("/roi/breakdown", { by: "month", initiative_id: id, window: "1yr" }),
@@ -502,14 +507,18 @@
         h("p", { class: "muted" }, stageBadge(initiative.stage),
           initiative.owner ? [" · owner ", h("bdi", {}, initiative.owner.name)] : "",
           initiative.category ? [" · ", h("bdi", {}, initiative.category)] : "",
-          initiative.is_sample ? " · sample" : "")),
+          initiative.is_sample ? " · sample" : ""),
+        h("p", { class: "muted", "data-window": windowName },
+          `Actual figures: ${windowWords(roi.period)}`)),
+      choices("Window", WINDOWS, windowName, (value) => { state.window = value; return render(); }),
     );
     const about = initiative.description ? h("p", { class: "lead" }, initiative.description) : null;
 
-    const caseBlock = section("Business case against actuals", { "data-window": "all" },
+    const caseBlock = section("Business case against actuals", { "data-window": windowName },
       h("p", { class: "muted" }, `Plan in ${planCurrency}${horizon ? ` over ${horizon} years` : ""}; `
-        + `actuals to date in ${currency} (approved value entries and all cost, all time).`),
-      table(null, [hidden("Figure"), ["Business case", "num"], ["Actual to date", "num"]], [
+        + `actuals in ${currency}, ${windowWords(roi.period)}: approved value entries and all cost.`),
+      table(null, [hidden("Figure"), ["Business case", "num"],
+        [`Actual, ${roi.period.label.toLowerCase()}`, "num"]], [
         h("tr", {}, h("th", { scope: "row" }, "One-time cost (capex)"),
           h("td", { class: "num" }, plan("expected_capex_cents")),
           h("td", { class: "num" }, actual("roi.cost.capex_cents", roi.cost.capex_cents))),
