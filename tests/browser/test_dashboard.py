@@ -586,7 +586,8 @@ def test_the_budgets_overview_keeps_each_status_apart(watched: Watched, served: 
             r["initiative_id"] for r in budgets if r["status"] == status
         )
     by_id = {row["initiative_id"]: row for row in budgets}
-    shown_figures = watched.figures()
+    # Each row's figures (the totals by currency apart: test_budget_totals_are_kept_by_currency).
+    shown_figures = [f for f in watched.figures() if not f["figure"].startswith("budgets.total.")]
     assert len(shown_figures) == 3 * sum(row["status"] != "no_budget" for row in budgets)
     for item in shown_figures:
         row = by_id[int(item["key"])]
@@ -607,6 +608,54 @@ def test_the_budgets_overview_keeps_each_status_apart(watched: Watched, served: 
     wait_for(watched, f"[data-view=initiative] h1:text-is({by_title(served, foreign)!r})")
     assert "Budgeted monthly rate" not in (legend.text_content() or "")
     assert page.is_visible(f"text=the budget is kept in {foreign['currency']}")
+
+
+def test_budget_totals_are_kept_by_currency(watched: Watched, served: Served) -> None:
+    # Budgets kept in several currencies: a total per currency, a line each, saying which.
+    sign_in(watched, served)
+    page = watched.page
+    page.click("#nav a:text-is('Budgets')")
+    wait_for(watched, "[data-view=budgets]")
+    account = served.api("/roi")["currency"]
+    budgets = [row for row in served.rows("/budgets") if row["budgeted"]]
+    fields = ("budget_to_date_cents", "actual_to_date_cents", "variance_cents")
+    several = False
+    for scope in ("all", "over", "within", "scheduled"):
+        sums: dict[str, list[int]] = {}
+        for row in budgets:
+            if scope in ("all", row["status"]):
+                line = sums.setdefault(row["currency"] or account, [0, 0, 0])
+                for index, name in enumerate(fields):
+                    line[index] += row[name]
+        several = several or len(sums) > 1
+        lines = page.eval_on_selector_all(
+            f"section[data-status={scope}] tr[data-currency]",
+            """rows => rows.map(r => ({
+                currency: r.dataset.currency,
+                label: r.querySelector('th').textContent,
+                figures: [...r.querySelectorAll('[data-cents]')].map(e =>
+                    [e.dataset.figure, e.dataset.key, e.dataset.cents, e.textContent]),
+            }))""",
+        )
+        assert [line["currency"] for line in lines] == sorted(sums), scope
+        for line in lines:
+            currency = line["currency"]
+            assert line["label"] == f"Total in {currency}"
+            expected = sums[currency]
+            assert [f[:3] for f in line["figures"]] == [
+                [f"budgets.total.{name}", f"{scope}:{currency}", str(expected[index])]
+                for index, name in enumerate(fields)
+            ]
+            # Shown to the cent, in that currency's own format.
+            for (_, _, _cents, text), total in zip(line["figures"], expected, strict=True):
+                assert re.sub(r"[^\d.\-\u2212]", "", text).replace("\u2212", "-") == (
+                    f"{'-' if total < 0 else ''}{abs(total) // 100}.{abs(total) % 100:02d}"
+                ), text
+    assert several, "the demo keeps budgets in one currency only"
+    currencies = sorted({row["currency"] or account for row in budgets})
+    assert f"Totals are kept apart by currency ({', '.join(currencies)})." in page.inner_text(
+        "#view .view-head"
+    )
 
 
 def by_title(served: Served, budget: dict[str, Any]) -> str:

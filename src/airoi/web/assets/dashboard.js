@@ -114,6 +114,13 @@
     return { ...first, data: rows };
   }
 
+  // The account's currency and the service's today (SEMANTICS R1: it may be a fixed day), as
+  // the last year's summary gives them.
+  async function account() {
+    const roi = await api("/roi", { window: "1yr" });
+    return { currency: roi.currency, today: roi.period.through };
+  }
+
   async function initiativesById() {
     if (!state.initiatives) {
       const all = await listAll("/initiatives", { include_sample: true });
@@ -238,7 +245,7 @@
       }, text)));
   }
 
-  function table(caption, headings, rows, attributes) {
+  function table(caption, headings, rows, attributes, foot) {
     return h("div", { class: "table-wrap" },
       h("table", attributes || {},
         caption ? h("caption", {}, caption) : null,
@@ -246,7 +253,8 @@
           const [label, kind] = Array.isArray(text) ? text : [text, ""];
           return h("th", { scope: "col", class: kind || null }, label);
         }))),
-        h("tbody", {}, rows)));
+        h("tbody", {}, rows),
+        foot && foot.length ? h("tfoot", {}, foot) : null));
   }
 
   // A heading read by a screen reader but not shown (a column whose cells speak for
@@ -628,7 +636,10 @@
   }
 
   async function budgetsView(view) {
-    const [budgets, initiatives] = await Promise.all([listAll("/budgets"), initiativesById()]);
+    const [budgets, initiatives, { currency: accountCurrency }] = await Promise.all([
+      listAll("/budgets"), initiativesById(), account()]);
+    // A row with no currency of its own is in the account's (SEMANTICS R4).
+    const currencyOf = (row) => row.currency || accountCurrency;
     const groups = [
       ["over", "Over budget"], ["within", "Within budget"], ["scheduled", "Scheduled"],
       ["no_budget", "Unbudgeted"],
@@ -637,8 +648,33 @@
       const initiative = initiatives.get(String(row.initiative_id));
       return initiativeLink(row.initiative_id, initiative ? initiative.title : `#${row.initiative_id}`);
     };
+    const fields = ["budget_to_date_cents", "actual_to_date_cents", "variance_cents"];
+    // Each row is in its initiative's currency: a total is made of one currency's rows only, a
+    // line per currency, each saying which.
+    const totals = (rows, scope, span) => {
+      const by = new Map();
+      for (const row of rows.filter((one) => one.budgeted)) {
+        const sums = by.get(currencyOf(row)) || fields.map(() => 0n);
+        fields.forEach((field, index) => { sums[index] += BigInt(String(row[field] ?? 0)); });
+        by.set(currencyOf(row), sums);
+      }
+      return [...by.keys()].sort().map((currency) => h("tr", { "data-currency": currency },
+        h("th", { scope: "row" }, `Total in ${currency}`),
+        by.get(currency).map((cents, index) => h("td", { class: "num" },
+          money(cents, currency, `budgets.total.${fields[index]}`, `${scope}:${currency}`))),
+        span ? h("td", { colspan: span }) : null));
+    };
+    const budgeted = budgets.data.filter((row) => row.budgeted);
+    const currencies = new Set(budgeted.map(currencyOf));
     view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Budgets"),
-      h("p", { class: "muted" }, "Approved budgets against spend, one row per initiative."))));
+      h("p", { class: "muted" }, "Approved budgets against spend, one row per initiative, each in "
+        + "its initiative's currency.", currencies.size > 1
+        ? ` Totals are kept apart by currency (${[...currencies].sort().join(", ")}).` : ""))));
+    if (budgeted.length) {
+      view.append(section("Totals by currency", { "data-status": "all" },
+        table(null, [["Currency", ""], ["Budget to date", "num"], ["Actual to date", "num"],
+          ["Variance", "num"]], totals(budgeted, "all", 0))));
+    }
     for (const [status, heading] of groups) {
       const rows = budgets.data.filter((row) => row.status === status);
       const content = rows.length === 0 ? h("p", { class: "muted" }, "None.") :
@@ -648,7 +684,7 @@
           : table(null, ["Initiative", ["Budget to date", "num"], ["Actual to date", "num"],
             ["Variance", "num"], ["Used", "num"], status === "scheduled" ? "Starts" : "Over"],
           rows.map((row) => {
-            const c = row.currency;
+            const c = currencyOf(row);
             return h("tr", { "data-initiative": row.initiative_id },
               h("th", { scope: "row" }, title(row)),
               h("td", { class: "num" }, money(row.budget_to_date_cents, c, "budgets.budget_to_date_cents", row.initiative_id)),
@@ -657,7 +693,7 @@
               h("td", { class: "num" }, percent(row.used_ratio)),
               h("td", {}, status === "scheduled" ? day(row.budget_started_on)
                 : (row.over_parts.join(", ") || "—")));
-          }));
+          }), {}, totals(rows, status, 2));
       view.append(section(`${heading} (${rows.length})`, { "data-status": status }, content));
     }
   }
