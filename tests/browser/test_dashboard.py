@@ -662,26 +662,156 @@ def by_title(served: Served, budget: dict[str, Any]) -> str:
     return str(served.api(f"/initiatives/{budget['initiative_id']}")["title"])
 
 
-def test_connections_needing_attention_are_those_in_error_or_to_reconnect(
+def stopped(row: dict[str, Any], today: str) -> bool:
+    """Data has stopped arriving: syncs failing, a person must reconnect, or nothing for more
+    than 7 days while not paused on purpose (docs/dashboard.md)."""
+    if row["status"] == "error" or row["reauth_required_at"]:
+        return True
+    since = date.fromisoformat((row["last_synced_at"] or row["created_at"])[:10])
+    return row["status"] != "paused" and (date.fromisoformat(today) - since).days > 7
+
+
+def attention_shown(watch: Watched) -> dict[int, str | None]:
+    """Each connection needing attention, with the cents of the spend it carried."""
+    listed = watch.page.eval_on_selector_all(
+        "[data-attention] li[data-integration]",
+        """els => els.map(e => [Number(e.dataset.integration),
+            e.querySelector('[data-cents]')?.dataset.cents ?? null])""",
+    )
+    shown = {int(id_): cents for id_, cents in listed}
+    assert len(shown) == len(listed)
+    return shown
+
+
+def test_connections_needing_attention_are_those_whose_data_stopped(
     watched: Watched, served: Served
 ) -> None:
     sign_in(watched, served)
     page = watched.page
+    # The portfolio's notice counts them.
+    integrations = served.rows("/integrations")
+    attention = {row["id"] for row in integrations if stopped(row, TODAY)}
+    by_id = {row["id"]: row for row in integrations}
+    notice = page.inner_text(".notice")
+    assert notice.startswith(f"{len(attention)} connections need attention"), notice
     page.click("#nav a:text-is('Connections')")
     wait_for(watched, "[data-view=connections]")
-    integrations = served.rows("/integrations")
-    attention = {
-        row["id"] for row in integrations if row["status"] == "error" or row["reauth_required_at"]
+    # In error, to reconnect, and disconnected with nothing for two months; not the one
+    # paused on purpose, though nothing came from it for weeks.
+    assert {by_id[i]["status"] for i in attention} == {"error", "disconnected"}
+    paused = next(row for row in integrations if row["status"] == "paused")
+    assert not stopped(paused, TODAY) and stopped({**paused, "status": "active"}, TODAY)
+    assert attention != {row["id"] for row in integrations}
+    # The spend each carried: the cost entries it brought in, in the account's currency.
+    spend: dict[int, int] = {}
+    for entry in served.rows("/cost_entries"):
+        connection = entry["source"]["connection_id"] if entry["source"] else None
+        if connection is not None:
+            spend[connection] = spend.get(connection, 0) + (entry["account_amount_cents"] or 0)
+    assert attention_shown(watched) == {
+        i: (str(spend[i]) if i in spend else None) for i in attention
     }
-    assert attention and attention != {row["id"] for row in integrations}
-    listed = page.eval_on_selector_all(
-        "[data-attention] [data-integration]", "els => els.map(e => Number(e.dataset.integration))"
-    )
-    assert set(listed) == attention and len(listed) == len(attention)
+    assert any(spend.get(i) for i in attention)
+    together = page.get_attribute("[data-key=attention]", "data-cents")
+    assert together == str(sum(spend.get(i, 0) for i in attention))
     others = page.eval_on_selector_all(
         "tr[data-integration]", "els => els.map(e => Number(e.dataset.integration))"
     )
     assert set(others) == {row["id"] for row in integrations} - attention
+
+
+def test_the_spend_a_stopped_connection_carried_worked_out_by_hand(
+    watched: Watched, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'stopped.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    account = b.account(name="Stopped", currency="USD")
+    secret = b.token(b.user(account, role="owner"))
+    b.fx_rate(account, "EUR", "1.1000", "2026-01-01")
+    initiative = b.initiative(account)
+
+    def connection(platform: str, status: str, synced: str | None, **fields: Any) -> int:
+        return b.integration(
+            account,
+            platform=platform,
+            name=f"{platform} <b>{status}</b>",
+            status=status,
+            last_synced_at=synced,
+            created_at="2026-01-05T09:00:00Z",
+            **fields,
+        )
+
+    # Today is 2026-06-15: more than 7 days without data is 2026-06-07 or before.
+    fresh = connection("openai", "active", "2026-06-14T23:00:00Z")
+    week = connection("anthropic", "active", "2026-06-08T01:00:00Z")  # 7 days: not yet
+    quiet = connection("focus", "active", "2026-06-05T12:00:00Z")  # 10 days
+    paused = connection("salesforce", "paused", "2026-05-01T12:00:00Z")  # on purpose
+    gone = connection("aws", "disconnected", "2026-05-20T12:00:00Z")  # 26 days
+    failing = connection("snowflake", "error", "2026-06-14T05:00:00Z")
+    refused = connection(
+        "zendesk", "active", "2026-06-14T05:00:00Z", reauth_required_at="2026-06-14T06:00:00Z"
+    )
+    never = connection("slack", "active", None)  # nothing since 2026-01-05
+
+    def cost(connection_id: int, cents: int | None, ref: str, **fields: Any) -> None:
+        b.cost_entry(
+            initiative,
+            amount_cents=cents,
+            period_start="2026-05-01",
+            source={"type": "connection", "ref": ref, "connection_id": connection_id},
+            **fields,
+        )
+
+    cost(quiet, 125_000, "q1")  # $1,250.00
+    cost(quiet, 4_999, "q2")  # $49.99
+    cost(quiet, -1_000, "q3")  # a $10.00 credit
+    cost(quiet, None, "q4")  # adds nothing
+    cost(gone, 30_010, "g1", currency="EUR")  # €300.10 at 1.1: $330.11
+    cost(fresh, 99_999, "f1")  # not stopped: not shown
+    cost(paused, 77_700, "p1")  # paused on purpose: not shown
+    b.cost_entry(initiative, amount_cents=55_500, period_start="2026-05-01")  # by hand
+    b.load(engine)
+    engine.dispose()
+    store = RunningServer(Settings(database_url=url, today=date(2026, 6, 15)))
+    try:
+        watched.other_server = f"127.0.0.1:{store.port}"
+        page = watched.page
+        page.goto(f"{store.base_url}/#token={secret}")
+        page.wait_for_selector(READY)
+        assert page.inner_text(".notice").startswith("5 connections need attention")
+        page.evaluate("location.hash = '#/connections'")
+        page.wait_for_selector(f"{READY} [data-view=connections]")
+        # $1,250.00 + $49.99 - $10.00 = $1,289.99; €300.10 x 1.1 = $330.11.
+        assert attention_shown(watched) == {
+            quiet: "128999",
+            gone: "33011",
+            failing: None,
+            refused: None,
+            never: None,
+        }
+        assert week not in attention_shown(watched) and paused not in attention_shown(watched)
+        item = page.inner_text(f"[data-attention] li[data-integration='{quiet}']")
+        assert (
+            "Spend it carried: $1,289.99 in 4 cost entries, the latest dated May 1, 2026." in item
+        )
+        assert "It is active, yet no data has arrived for 10 days (since Jun 5, 2026)." in item
+        # Stored text stays text.
+        assert "focus <b>active</b>" in item
+        item = page.inner_text(f"[data-attention] li[data-integration='{gone}']")
+        assert "Spend it carried: $330.11 in 1 cost entry" in item
+        assert "It was disconnected, and no data has arrived for 26 days" in item
+        assert "It brought in no cost entries." in page.inner_text(
+            f"[data-attention] li[data-integration='{failing}']"
+        )
+        assert "since it was connected on Jan 5, 2026" in page.inner_text(
+            f"[data-attention] li[data-integration='{never}']"
+        )
+        # $1,289.99 + $330.11 = $1,620.10.
+        assert page.inner_text("[data-attention] .together") == "Together they carried $1,620.10."
+    finally:
+        store.stop()
 
 
 def test_a_refused_token_shows_the_apis_message(watched: Watched, served: Served) -> None:

@@ -386,7 +386,8 @@
       listAll("/integrations"),
     ]);
     const currency = roi.currency;
-    const attention = integrations.data.filter(needsAttention).length;
+    const today = roi.period.through || (await account()).today;
+    const attention = integrations.data.filter((row) => needsAttention(row, today)).length;
     const notice = attention === 0 ? null : h("p", { class: "notice" },
       h("a", { href: "#/connections" }, attention === 1
         ? "1 connection needs attention" : `${attention} connections need attention`),
@@ -698,26 +699,113 @@
     }
   }
 
-  // Syncs failing, or the platform refused the grant (a person must reconnect).
-  function needsAttention(row) {
-    return row.status === "error" || Boolean(row.reauth_required_at);
+  // Data stops arriving when no data came for more than this many days.
+  const STALE_DAYS = 7;
+
+  // Whole days from one date (or date-time, by its UTC date) to another.
+  function daysBetween(from, to) {
+    const date = (text) => Date.parse(`${String(text).slice(0, 10)}T00:00:00Z`);
+    return Math.round((date(to) - date(from)) / 86400000);
+  }
+
+  // Why a connection's data has stopped arriving, or null when it has not: the platform
+  // refused the grant (a person must reconnect), syncs are failing, or no data came for more
+  // than STALE_DAYS days before the service's today (a connection disconnected counts; one
+  // paused on purpose does not).
+  function attentionReason(row, today) {
+    if (row.reauth_required_at) {
+      return `The platform refused the grant on ${day(row.reauth_required_at)}: a person must `
+        + "reconnect it.";
+    }
+    if (row.status === "error") {
+      return `Syncs are failing (last sync: ${row.last_sync_status || "unknown"}).`;
+    }
+    if (row.status === "paused" || !today) return null;
+    const since = row.last_synced_at || row.created_at;
+    const days = daysBetween(since, today);
+    if (days <= STALE_DAYS) return null;
+    const status = row.status === "disconnected" ? "It was disconnected, and no"
+      : `It is ${row.status}, yet no`;
+    return row.last_synced_at
+      ? `${status} data has arrived for ${days} days (since ${day(row.last_synced_at)}).`
+      : `${status} data has arrived since it was connected on ${day(row.created_at)}.`;
+  }
+
+  function needsAttention(row, today) {
+    return attentionReason(row, today) !== null;
+  }
+
+  // The cost entries each connection brought in (source.connection_id), in the account's
+  // currency (account_amount_cents, SEMANTICS R35). The API has no filter by connection, so
+  // the entries are walked, at most SPEND_PAGES pages of 500: past that the sums are of the
+  // entries read, and say so.
+  const SPEND_PAGES = 20;
+
+  async function spendByConnection() {
+    const by = new Map();
+    let cursor = null;
+    let pages = 0;
+    do {
+      const page = await api("/cost_entries", { limit: 500, cursor });
+      pages += 1;
+      for (const entry of page.data) {
+        const id = entry.source && entry.source.connection_id;
+        if (id === null || id === undefined) continue;
+        const spend = by.get(String(id)) || { cents: 0n, entries: 0, latest: null };
+        if (entry.account_amount_cents !== null && entry.account_amount_cents !== undefined) {
+          spend.cents += BigInt(String(entry.account_amount_cents));
+        }
+        spend.entries += 1;
+        if (entry.reported_on && (!spend.latest || entry.reported_on > spend.latest)) {
+          spend.latest = entry.reported_on;
+        }
+        by.set(String(id), spend);
+      }
+      cursor = page.page.has_more ? page.page.next_cursor : null;
+    } while (cursor && pages < SPEND_PAGES);
+    return { by, complete: cursor === null, read: pages };
   }
 
   async function connectionsView(view) {
-    const integrations = await listAll("/integrations");
-    const attention = integrations.data.filter(needsAttention);
+    const [integrations, { currency, today }] = await Promise.all([
+      listAll("/integrations"), account()]);
+    const attention = integrations.data.filter((row) => needsAttention(row, today));
     const others = integrations.data.filter((row) => !attention.includes(row));
+    const spend = attention.length ? await spendByConnection() : null;
     const name = (row) => row.name || row.platform;
+    const atLeast = spend && !spend.complete ? "at least " : "";
+    const carried = (row) => {
+      const one = spend.by.get(String(row.id));
+      if (!one) {
+        return h("p", { "data-spend": "none" }, spend.complete
+          ? "It brought in no cost entries."
+          : `None of the first ${spend.read * 500} cost entries read came from it.`);
+      }
+      return h("p", {}, `Spend it carried: ${atLeast}`,
+        money(one.cents, currency, "cost_entries.account_amount_cents", row.id),
+        ` in ${one.entries} cost ${one.entries === 1 ? "entry" : "entries"}`,
+        one.latest ? `, the latest dated ${day(one.latest)}.` : ".");
+    };
+    const together = spend ? attention.reduce((sum, row) =>
+      sum + (spend.by.get(String(row.id))?.cents ?? 0n), 0n) : 0n;
     view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Connections"),
       h("p", { class: "muted" }, "Connections to other platforms; credentials are never shown."))));
     view.append(section(`Needing attention (${attention.length})`, { "data-attention": "true" },
-      attention.length === 0 ? h("p", { class: "muted" }, "Every connection is syncing.") :
+      attention.length === 0 ? h("p", { class: "muted" }, "Every connection is syncing.") : [
+        h("p", { class: "muted" }, "Their data has stopped arriving: the syncs fail, the "
+          + `platform wants a person to reconnect, or nothing came for over ${STALE_DAYS} days `
+          + `up to ${day(today)} (a connection paused on purpose is not counted). `
+          + `Spend is in ${currency}, from the cost entries each brought in.`,
+          spend.complete ? "" : ` Only the first ${spend.read * 500} cost entries were read: `
+            + "the figures are of those."),
         h("ul", { class: "attention" }, attention.map((row) => h("li", { "data-integration": row.id },
           h("strong", {}, name(row)), h("span", { class: "muted" }, " · ", h("bdi", {}, row.platform)),
-          h("p", {}, row.reauth_required_at
-            ? `The platform refused the grant on ${day(row.reauth_required_at)}: a person must reconnect it.`
-            : `Syncs are failing (last sync: ${row.last_sync_status || "unknown"}).`),
-          h("p", { class: "muted" }, `Status ${row.status} · data last arrived ${day(row.last_synced_at)}`))))));
+          h("p", {}, attentionReason(row, today)),
+          carried(row),
+          h("p", { class: "muted" }, `Status ${row.status} · data last arrived ${day(row.last_synced_at)}`)))),
+        attention.length > 1 ? h("p", { class: "together" }, `Together they carried ${atLeast}`,
+          money(together, currency, "cost_entries.account_amount_cents", "attention"), ".") : null,
+      ]));
     view.append(section(`Other connections (${others.length})`, {},
       table(null, ["Connection", "Platform", "Status", "Data last arrived"],
         others.map((row) => h("tr", { "data-integration": row.id },
