@@ -662,10 +662,12 @@
       }
       return [...by.keys()].sort().map((currency) => h("tr", { "data-currency": currency },
         h("th", { scope: "row" }, `Total in ${currency}`),
-        by.get(currency).map((cents, index) => h("td", { class: "num" },
+        by.get(currency).map((cents, index) => h("td", { class: "num", "data-label": labels[index] },
           money(cents, currency, `budgets.total.${fields[index]}`, `${scope}:${currency}`))),
         span ? h("td", { colspan: span }) : null));
     };
+    // data-label: each figure's name where a phone shows a row without the headings.
+    const labels = ["Budget to date", "Actual to date", "Variance"];
     const budgeted = budgets.data.filter((row) => row.budgeted);
     const currencies = new Set(budgeted.map(currencyOf));
     view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Budgets"),
@@ -675,7 +677,7 @@
     if (budgeted.length) {
       view.append(section("Totals by currency", { "data-status": "all" },
         table(null, [["Currency", ""], ["Budget to date", "num"], ["Actual to date", "num"],
-          ["Variance", "num"]], totals(budgeted, "all", 0))));
+          ["Variance", "num"]], totals(budgeted, "all", 0), { class: "budget-table" })));
     }
     for (const [status, heading] of groups) {
       const rows = budgets.data.filter((row) => row.status === status);
@@ -689,13 +691,14 @@
             const c = currencyOf(row);
             return h("tr", { "data-initiative": row.initiative_id },
               h("th", { scope: "row" }, title(row)),
-              h("td", { class: "num" }, money(row.budget_to_date_cents, c, "budgets.budget_to_date_cents", row.initiative_id)),
-              h("td", { class: "num" }, money(row.actual_to_date_cents, c, "budgets.actual_to_date_cents", row.initiative_id)),
-              h("td", { class: "num" }, money(row.variance_cents, c, "budgets.variance_cents", row.initiative_id)),
-              h("td", { class: "num" }, percent(row.used_ratio)),
-              h("td", {}, status === "scheduled" ? day(row.budget_started_on)
-                : (row.over_parts.join(", ") || "—")));
-          }), {}, totals(rows, status, 2));
+              h("td", { class: "num", "data-label": labels[0] }, money(row.budget_to_date_cents, c, "budgets.budget_to_date_cents", row.initiative_id)),
+              h("td", { class: "num", "data-label": labels[1] }, money(row.actual_to_date_cents, c, "budgets.actual_to_date_cents", row.initiative_id)),
+              h("td", { class: "num", "data-label": labels[2] }, money(row.variance_cents, c, "budgets.variance_cents", row.initiative_id)),
+              h("td", { class: "num", "data-label": "Used" }, percent(row.used_ratio)),
+              h("td", { "data-label": status === "scheduled" ? "Starts" : "Over" },
+                status === "scheduled" ? day(row.budget_started_on)
+                  : (row.over_parts.join(", ") || "—")));
+          }), { class: "budget-table" }, totals(rows, status, 2));
       view.append(section(`${heading} (${rows.length})`, { "data-status": status }, content));
     }
   }
