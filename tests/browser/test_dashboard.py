@@ -1101,7 +1101,9 @@ def test_text_from_the_data_stays_in_its_place_and_no_figure_reads_minus_zero(
 AXE_ENV = "AIROI_TEST_AXE"
 
 
-def axe_script() -> Path:
+@pytest.fixture(scope="module")
+def axe() -> Path:
+    """axe.min.js; asked for before the browser and the server, so a skip costs nothing."""
     named = os.environ.get(AXE_ENV, "")
     if not named or not Path(named).is_file():
         _unavailable(
@@ -1124,8 +1126,8 @@ def axe_violations(page: Any, script: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("width", [1280, 375])
-def test_no_view_has_an_axe_violation(browser: Any, served: Served, width: int) -> None:
-    script = axe_script()
+def test_no_view_has_an_axe_violation(axe: Path, browser: Any, served: Served, width: int) -> None:
+    script = axe
     phone = width < 600
     context = browser.new_context(
         viewport={"width": width, "height": 812 if phone else 900},
