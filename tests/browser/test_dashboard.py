@@ -814,6 +814,50 @@ def test_the_spend_a_stopped_connection_carried_worked_out_by_hand(
         store.stop()
 
 
+def test_the_walk_for_a_connections_spend_is_bounded_and_says_so(
+    watched: Watched, tmp_path: Path
+) -> None:
+    # The API has no cost per connection: the view reads at most 20 pages of 500 entries.
+    url = f"sqlite:///{tmp_path / 'many.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    b = BundleBuilder()
+    account = b.account(name="Many", currency="USD")
+    secret = b.token(b.user(account, role="owner"))
+    initiative = b.initiative(account)
+    quiet = b.integration(
+        account, platform="focus", status="active", last_synced_at="2026-05-01T00:00:00Z"
+    )
+    for number in range(10_001):  # a cent each, one more than is read
+        b.cost_entry(
+            initiative,
+            amount_cents=1,
+            period_start="2026-04-01",
+            source={"type": "import", "ref": f"row-{number}", "connection_id": quiet},
+        )
+    b.load(engine)
+    engine.dispose()
+    store = RunningServer(Settings(database_url=url, today=date(2026, 6, 15)))
+    try:
+        watched.other_server = f"127.0.0.1:{store.port}"
+        page = watched.page
+        page.goto(f"{store.base_url}/#token={secret}")
+        page.wait_for_selector(READY)
+        page.evaluate("location.hash = '#/connections'")
+        page.wait_for_selector(f"{READY} [data-view=connections]", timeout=60_000)
+        assert attention_shown(watched) == {quiet: "10000"}
+        section = page.inner_text("[data-attention]")
+        assert "Only the first 10000 cost entries were read: the figures are of those." in section
+        assert (
+            "Spend it carried, in the first 10000 cost entries read: $100.00 in 10000 cost entries"
+            in section
+        )
+        asked = [url for url in watched.requests if "/api/v1/cost_entries" in url]
+        assert len(asked) == 20
+    finally:
+        store.stop()
+
+
 def test_a_refused_token_shows_the_apis_message(watched: Watched, served: Served) -> None:
     refused = "airoi_" + "x" * 43
     said = served.api("/roi", token=refused)["error"]["message"]

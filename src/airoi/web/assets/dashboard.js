@@ -777,7 +777,9 @@
     const others = integrations.data.filter((row) => !attention.includes(row));
     const spend = attention.length ? await spendByConnection() : null;
     const name = (row) => row.name || row.platform;
-    const atLeast = spend && !spend.complete ? "at least " : "";
+    // Past the walk's bound the sums are of the entries read (credits included, so not
+    // "at least"): each says so.
+    const partly = spend && !spend.complete ? `, in the first ${spend.read * 500} cost entries read` : "";
     const carried = (row) => {
       const one = spend.by.get(String(row.id));
       if (!one) {
@@ -785,7 +787,7 @@
           ? "It brought in no cost entries."
           : `None of the first ${spend.read * 500} cost entries read came from it.`);
       }
-      return h("p", {}, `Spend it carried: ${atLeast}`,
+      return h("p", {}, `Spend it carried${partly}: `,
         money(one.cents, currency, "cost_entries.account_amount_cents", row.id),
         ` in ${one.entries} cost ${one.entries === 1 ? "entry" : "entries"}`,
         one.latest ? `, the latest dated ${day(one.latest)}.` : ".");
@@ -807,7 +809,7 @@
           h("p", {}, attentionReason(row, today)),
           carried(row),
           h("p", { class: "muted" }, `Status ${row.status} · data last arrived ${day(row.last_synced_at)}`)))),
-        attention.length > 1 ? h("p", { class: "together" }, `Together they carried ${atLeast}`,
+        attention.length > 1 ? h("p", { class: "together" }, `Together they carried${partly} `,
           money(together, currency, "cost_entries.account_amount_cents", "attention"), ".") : null,
       ]));
     view.append(section(`Other connections (${others.length})`, {},
