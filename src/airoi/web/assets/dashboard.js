@@ -114,6 +114,13 @@
     return { ...first, data: rows };
   }
 
+  // The account's currency and the service's today (SEMANTICS R1: it may be a fixed day), as
+  // the last year's summary gives them.
+  async function account() {
+    const roi = await api("/roi", { window: "1yr" });
+    return { currency: roi.currency, today: roi.period.through };
+  }
+
   async function initiativesById() {
     if (!state.initiatives) {
       const all = await listAll("/initiatives", { include_sample: true });
@@ -126,24 +133,20 @@
 
   const formats = new Map();
 
-  function currencyFormat(currency, exact) {
-    const key = `${currency}:${exact}`;
-    if (!formats.has(key)) {
+  function currencyFormat(currency) {
+    if (!formats.has(currency)) {
       let format;
       try {
-        // Exact: every amount is in hundredths of its unit, whatever the currency's own minor
-        // unit (a JPY figure of 16724950 is 167,249.50). Rounded: whole units, and a figure
-        // that rounds to 0 shows no minus sign.
-        format = new Intl.NumberFormat(undefined, exact
-          ? { style: "currency", currency, minimumFractionDigits: 2, maximumFractionDigits: 2 }
-          : { style: "currency", currency, maximumFractionDigits: 0, minimumFractionDigits: 0,
-              signDisplay: "negative" });
+        // Every amount is in hundredths of its unit, whatever the currency's own minor unit
+        // (a JPY figure of 16724950 is 167,249.50), and is shown to the hundredth.
+        format = new Intl.NumberFormat(undefined,
+          { style: "currency", currency, minimumFractionDigits: 2, maximumFractionDigits: 2 });
       } catch (error) {
         format = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2 });
       }
-      formats.set(key, format);
+      formats.set(currency, format);
     }
-    return formats.get(key);
+    return formats.get(currency);
   }
 
   // Cents as a decimal string ("-1234.05"): formatted without passing through a float.
@@ -154,8 +157,8 @@
     return `${negative ? "-" : ""}${digits.slice(0, -2)}.${digits.slice(-2)}`;
   }
 
-  function formatCents(cents, currency, exact) {
-    return currencyFormat(currency || "USD", Boolean(exact)).format(decimal(cents));
+  function formatCents(cents, currency) {
+    return currencyFormat(currency || "USD").format(decimal(cents));
   }
 
   function units(cents) {
@@ -179,6 +182,12 @@
       .format(date);
   }
 
+  // "Last 12 months (Nov 27, 2025 – Nov 26, 2026)": a window's name and, but for all time,
+  // its first and last days, as the API gives them.
+  function windowWords(period) {
+    return `${period.label}${period.from ? ` (${day(period.from)} – ${day(period.through)})` : ""}`;
+  }
+
   // --- the DOM --------------------------------------------------------------------------
 
   function h(tag, attributes, ...children) {
@@ -195,7 +204,9 @@
     return element;
   }
 
-  // A money figure: the API field it shows and its exact cents ride along for anyone checking.
+  // A money figure, shown to the cent: figures side by side add up as shown (a value less a
+  // cost is the net shown, the rows are their total). The API field it shows and its exact
+  // cents ride along for anyone checking.
   function money(cents, currency, figure, key, attributes) {
     if (cents === null || cents === undefined) return h("span", { class: "none" }, "—");
     return h("span", {
@@ -203,9 +214,8 @@
       "data-figure": figure,
       "data-cents": String(cents),
       "data-key": key === undefined ? null : String(key),
-      title: formatCents(cents, currency, true),
       ...attributes,
-    }, formatCents(cents, currency, false));
+    }, formatCents(cents, currency));
   }
 
   function card(label, value, note) {
@@ -235,7 +245,7 @@
       }, text)));
   }
 
-  function table(caption, headings, rows, attributes) {
+  function table(caption, headings, rows, attributes, foot) {
     return h("div", { class: "table-wrap" },
       h("table", attributes || {},
         caption ? h("caption", {}, caption) : null,
@@ -243,7 +253,32 @@
           const [label, kind] = Array.isArray(text) ? text : [text, ""];
           return h("th", { scope: "col", class: kind || null }, label);
         }))),
-        h("tbody", {}, rows)));
+        h("tbody", {}, rows),
+        foot && foot.length ? h("tfoot", {}, foot) : null));
+  }
+
+  // A heading read by a screen reader but not shown (a column whose cells speak for
+  // themselves on screen).
+  function hidden(text) {
+    return h("span", { class: "visually-hidden" }, text);
+  }
+
+  // A table wider than its block scrolls sideways inside it: the keyboard must be able to
+  // reach it to scroll it, and a screen reader is told what it holds. Checked again when the
+  // window's width changes or a <details> opens.
+  function markScrollable() {
+    for (const wrap of document.querySelectorAll("#view .table-wrap")) {
+      const scrolls = wrap.scrollWidth > wrap.clientWidth;
+      if (scrolls && !wrap.hasAttribute("tabindex")) {
+        const heading = wrap.closest("section, details")
+          ?.querySelector(":scope > h2, :scope > summary");
+        wrap.setAttribute("tabindex", "0");
+        wrap.setAttribute("role", "region");
+        wrap.setAttribute("aria-label", `${heading ? heading.textContent : "Table"} (scrolls sideways)`);
+      } else if (!scrolls && wrap.hasAttribute("tabindex")) {
+        for (const name of ["tabindex", "role", "aria-label"]) wrap.removeAttribute(name);
+      }
+    }
   }
 
   function stageBadge(stage) {
@@ -351,17 +386,15 @@
       listAll("/integrations"),
     ]);
     const currency = roi.currency;
-    const attention = integrations.data.filter(needsAttention).length;
+    const today = roi.period.through || (await account()).today;
+    const attention = integrations.data.filter((row) => needsAttention(row, today)).length;
     const notice = attention === 0 ? null : h("p", { class: "notice" },
       h("a", { href: "#/connections" }, attention === 1
         ? "1 connection needs attention" : `${attention} connections need attention`),
       ": what they bring in may be missing from recent figures.");
-    const period = roi.period;
-    const span = period.from ? ` (${day(period.from)} – ${day(period.through)})` : "";
-
     const head = h("div", { class: "view-head" },
       h("div", {}, h("h1", {}, "Portfolio"), h("p", { class: "muted" },
-        `${period.label}${span} · amounts in ${currency}`)),
+        `${windowWords(roi.period)} · amounts in ${currency}`)),
       choices("Window", WINDOWS, windowName, (value) => { state.window = value; return render(); }));
 
     const total = roi.total_cost_cents;
@@ -376,9 +409,10 @@
     card("ROI", h("span", { "data-figure": "roi.roi" }, percent(roi.roi)),
       roi.roi === null ? "no cost in this window" : "net value over total cost"),
     card("Capex / opex", h("div", { class: "split-figures" },
-      money(roi.cost.capex_cents, currency, "roi.cost.capex_cents"),
-      h("span", { class: "muted" }, " / "),
-      money(roi.cost.opex_cents, currency, "roi.cost.opex_cents")),
+      h("div", {}, h("span", { class: "muted" }, "capex "),
+        money(roi.cost.capex_cents, currency, "roi.cost.capex_cents")),
+      h("div", {}, h("span", { class: "muted" }, "opex "),
+        money(roi.cost.opex_cents, currency, "roi.cost.opex_cents"))),
     h("div", { class: "split", "aria-hidden": "true" },
       setWidth(h("span", { class: "split-capex" }), capexShare),
       setWidth(h("span", { class: "split-opex" }), 1 - capexShare)),
@@ -437,7 +471,7 @@
     const vendorBlock = section("Cost by vendor", { "data-window": windowName },
       vendors.length === 0 ? h("p", { class: "muted" }, "No cost in this window.") :
         table(null, ["Vendor", ["Capex", "num"], ["Opex", "num"], ["Total cost", "num"],
-          ["", "bar-cell"]],
+          [hidden("Total cost against the largest vendor's"), "bar-cell"]],
           vendors.map((row) => h("tr", {},
             h("th", { scope: "row" }, row.key === null ? h("em", {}, row.label) : row.label),
             h("td", { class: "num" }, money(row.capex_cents, currency,
@@ -461,9 +495,11 @@
   }
 
   async function initiativeView(view, id, draws) {
+    // The portfolio's window: an initiative opened from it is shown over the same span.
+    const windowName = state.window;
     const [initiative, roi, budgets, decisions, months] = await Promise.all([
       api(`/initiatives/${id}`),
-      api("/roi", { initiative_id: id, window: "all" }),
+      api("/roi", { initiative_id: id, window: windowName }),
       api("/budgets", { initiative_id: id, include_sample: true }),
       listAll("/decisions", { initiative_id: id }),
       listAll("/roi/breakdown", { by: "month", initiative_id: id, window: "1yr" }),
@@ -481,14 +517,18 @@
         h("p", { class: "muted" }, stageBadge(initiative.stage),
           initiative.owner ? [" · owner ", h("bdi", {}, initiative.owner.name)] : "",
           initiative.category ? [" · ", h("bdi", {}, initiative.category)] : "",
-          initiative.is_sample ? " · sample" : "")),
+          initiative.is_sample ? " · sample" : ""),
+        h("p", { class: "muted", "data-window": windowName },
+          `Actual figures: ${windowWords(roi.period)}`)),
+      choices("Window", WINDOWS, windowName, (value) => { state.window = value; return render(); }),
     );
     const about = initiative.description ? h("p", { class: "lead" }, initiative.description) : null;
 
-    const caseBlock = section("Business case against actuals", { "data-window": "all" },
+    const caseBlock = section("Business case against actuals", { "data-window": windowName },
       h("p", { class: "muted" }, `Plan in ${planCurrency}${horizon ? ` over ${horizon} years` : ""}; `
-        + `actuals to date in ${currency} (approved value entries and all cost, all time).`),
-      table(null, ["", ["Business case", "num"], ["Actual to date", "num"]], [
+        + `actuals in ${currency}, ${windowWords(roi.period)}: approved value entries and all cost.`),
+      table(null, [hidden("Figure"), ["Business case", "num"],
+        [`Actual, ${roi.period.label.toLowerCase()}`, "num"]], [
         h("tr", {}, h("th", { scope: "row" }, "One-time cost (capex)"),
           h("td", { class: "num" }, plan("expected_capex_cents")),
           h("td", { class: "num" }, actual("roi.cost.capex_cents", roi.cost.capex_cents))),
@@ -598,7 +638,10 @@
   }
 
   async function budgetsView(view) {
-    const [budgets, initiatives] = await Promise.all([listAll("/budgets"), initiativesById()]);
+    const [budgets, initiatives, { currency: accountCurrency }] = await Promise.all([
+      listAll("/budgets"), initiativesById(), account()]);
+    // A row with no currency of its own is in the account's (SEMANTICS R4).
+    const currencyOf = (row) => row.currency || accountCurrency;
     const groups = [
       ["over", "Over budget"], ["within", "Within budget"], ["scheduled", "Scheduled"],
       ["no_budget", "Unbudgeted"],
@@ -607,8 +650,35 @@
       const initiative = initiatives.get(String(row.initiative_id));
       return initiativeLink(row.initiative_id, initiative ? initiative.title : `#${row.initiative_id}`);
     };
+    const fields = ["budget_to_date_cents", "actual_to_date_cents", "variance_cents"];
+    // Each row is in its initiative's currency: a total is made of one currency's rows only, a
+    // line per currency, each saying which.
+    const totals = (rows, scope, span) => {
+      const by = new Map();
+      for (const row of rows.filter((one) => one.budgeted)) {
+        const sums = by.get(currencyOf(row)) || fields.map(() => 0n);
+        fields.forEach((field, index) => { sums[index] += BigInt(String(row[field] ?? 0)); });
+        by.set(currencyOf(row), sums);
+      }
+      return [...by.keys()].sort().map((currency) => h("tr", { "data-currency": currency },
+        h("th", { scope: "row" }, `Total in ${currency}`),
+        by.get(currency).map((cents, index) => h("td", { class: "num", "data-label": labels[index] },
+          money(cents, currency, `budgets.total.${fields[index]}`, `${scope}:${currency}`))),
+        span ? h("td", { colspan: span }) : null));
+    };
+    // data-label: each figure's name where a phone shows a row without the headings.
+    const labels = ["Budget to date", "Actual to date", "Variance"];
+    const budgeted = budgets.data.filter((row) => row.budgeted);
+    const currencies = new Set(budgeted.map(currencyOf));
     view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Budgets"),
-      h("p", { class: "muted" }, "Approved budgets against spend, one row per initiative."))));
+      h("p", { class: "muted" }, "Approved budgets against spend, one row per initiative, each in "
+        + "its initiative's currency.", currencies.size > 1
+        ? ` Totals are kept apart by currency (${[...currencies].sort().join(", ")}).` : ""))));
+    if (budgeted.length) {
+      view.append(section("Totals by currency", { "data-status": "all" },
+        table(null, [["Currency", ""], ["Budget to date", "num"], ["Actual to date", "num"],
+          ["Variance", "num"]], totals(budgeted, "all", 0), { class: "budget-table" })));
+    }
     for (const [status, heading] of groups) {
       const rows = budgets.data.filter((row) => row.status === status);
       const content = rows.length === 0 ? h("p", { class: "muted" }, "None.") :
@@ -618,40 +688,130 @@
           : table(null, ["Initiative", ["Budget to date", "num"], ["Actual to date", "num"],
             ["Variance", "num"], ["Used", "num"], status === "scheduled" ? "Starts" : "Over"],
           rows.map((row) => {
-            const c = row.currency;
+            const c = currencyOf(row);
             return h("tr", { "data-initiative": row.initiative_id },
               h("th", { scope: "row" }, title(row)),
-              h("td", { class: "num" }, money(row.budget_to_date_cents, c, "budgets.budget_to_date_cents", row.initiative_id)),
-              h("td", { class: "num" }, money(row.actual_to_date_cents, c, "budgets.actual_to_date_cents", row.initiative_id)),
-              h("td", { class: "num" }, money(row.variance_cents, c, "budgets.variance_cents", row.initiative_id)),
-              h("td", { class: "num" }, percent(row.used_ratio)),
-              h("td", {}, status === "scheduled" ? day(row.budget_started_on)
-                : (row.over_parts.join(", ") || "—")));
-          }));
+              h("td", { class: "num", "data-label": labels[0] }, money(row.budget_to_date_cents, c, "budgets.budget_to_date_cents", row.initiative_id)),
+              h("td", { class: "num", "data-label": labels[1] }, money(row.actual_to_date_cents, c, "budgets.actual_to_date_cents", row.initiative_id)),
+              h("td", { class: "num", "data-label": labels[2] }, money(row.variance_cents, c, "budgets.variance_cents", row.initiative_id)),
+              h("td", { class: "num", "data-label": "Used" }, percent(row.used_ratio)),
+              h("td", { "data-label": status === "scheduled" ? "Starts" : "Over" },
+                status === "scheduled" ? day(row.budget_started_on)
+                  : (row.over_parts.join(", ") || "—")));
+          }), { class: "budget-table" }, totals(rows, status, 2));
       view.append(section(`${heading} (${rows.length})`, { "data-status": status }, content));
     }
   }
 
-  // Syncs failing, or the platform refused the grant (a person must reconnect).
-  function needsAttention(row) {
-    return row.status === "error" || Boolean(row.reauth_required_at);
+  // Data stops arriving when no data came for more than this many days.
+  const STALE_DAYS = 7;
+
+  // Whole days from one date (or date-time, by its UTC date) to another.
+  function daysBetween(from, to) {
+    const date = (text) => Date.parse(`${String(text).slice(0, 10)}T00:00:00Z`);
+    return Math.round((date(to) - date(from)) / 86400000);
+  }
+
+  // Why a connection's data has stopped arriving, or null when it has not: the platform
+  // refused the grant (a person must reconnect), syncs are failing, or no data came for more
+  // than STALE_DAYS days before the service's today (a connection disconnected counts; one
+  // paused on purpose does not).
+  function attentionReason(row, today) {
+    if (row.reauth_required_at) {
+      return `The platform refused the grant on ${day(row.reauth_required_at)}: a person must `
+        + "reconnect it.";
+    }
+    if (row.status === "error") {
+      return `Syncs are failing (last sync: ${row.last_sync_status || "unknown"}).`;
+    }
+    if (row.status === "paused" || !today) return null;
+    const since = row.last_synced_at || row.created_at;
+    const days = daysBetween(since, today);
+    if (days <= STALE_DAYS) return null;
+    const status = row.status === "disconnected" ? "It was disconnected, and no"
+      : `It is ${row.status}, yet no`;
+    return row.last_synced_at
+      ? `${status} data has arrived for ${days} days (since ${day(row.last_synced_at)}).`
+      : `${status} data has arrived since it was connected on ${day(row.created_at)}.`;
+  }
+
+  function needsAttention(row, today) {
+    return attentionReason(row, today) !== null;
+  }
+
+  // The cost entries each connection brought in (source.connection_id), in the account's
+  // currency (account_amount_cents, SEMANTICS R35). The API has no filter by connection, so
+  // the entries are walked, at most SPEND_PAGES pages of 500: past that the sums are of the
+  // entries read, and say so.
+  const SPEND_PAGES = 20;
+
+  async function spendByConnection() {
+    const by = new Map();
+    let cursor = null;
+    let pages = 0;
+    do {
+      const page = await api("/cost_entries", { limit: 500, cursor });
+      pages += 1;
+      for (const entry of page.data) {
+        const id = entry.source && entry.source.connection_id;
+        if (id === null || id === undefined) continue;
+        const spend = by.get(String(id)) || { cents: 0n, entries: 0, latest: null };
+        if (entry.account_amount_cents !== null && entry.account_amount_cents !== undefined) {
+          spend.cents += BigInt(String(entry.account_amount_cents));
+        }
+        spend.entries += 1;
+        if (entry.reported_on && (!spend.latest || entry.reported_on > spend.latest)) {
+          spend.latest = entry.reported_on;
+        }
+        by.set(String(id), spend);
+      }
+      cursor = page.page.has_more ? page.page.next_cursor : null;
+    } while (cursor && pages < SPEND_PAGES);
+    return { by, complete: cursor === null, read: pages };
   }
 
   async function connectionsView(view) {
-    const integrations = await listAll("/integrations");
-    const attention = integrations.data.filter(needsAttention);
+    const [integrations, { currency, today }] = await Promise.all([
+      listAll("/integrations"), account()]);
+    const attention = integrations.data.filter((row) => needsAttention(row, today));
     const others = integrations.data.filter((row) => !attention.includes(row));
+    const spend = attention.length ? await spendByConnection() : null;
     const name = (row) => row.name || row.platform;
+    // Past the walk's bound the sums are of the entries read (credits included, so not
+    // "at least"): each says so.
+    const partly = spend && !spend.complete ? `, in the first ${spend.read * 500} cost entries read` : "";
+    const carried = (row) => {
+      const one = spend.by.get(String(row.id));
+      if (!one) {
+        return h("p", { "data-spend": "none" }, spend.complete
+          ? "It brought in no cost entries."
+          : `None of the first ${spend.read * 500} cost entries read came from it.`);
+      }
+      return h("p", {}, `Spend it carried${partly}: `,
+        money(one.cents, currency, "cost_entries.account_amount_cents", row.id),
+        ` in ${one.entries} cost ${one.entries === 1 ? "entry" : "entries"}`,
+        one.latest ? `, the latest dated ${day(one.latest)}.` : ".");
+    };
+    const together = spend ? attention.reduce((sum, row) =>
+      sum + (spend.by.get(String(row.id))?.cents ?? 0n), 0n) : 0n;
     view.append(h("div", { class: "view-head" }, h("div", {}, h("h1", {}, "Connections"),
       h("p", { class: "muted" }, "Connections to other platforms; credentials are never shown."))));
     view.append(section(`Needing attention (${attention.length})`, { "data-attention": "true" },
-      attention.length === 0 ? h("p", { class: "muted" }, "Every connection is syncing.") :
+      attention.length === 0 ? h("p", { class: "muted" }, "Every connection is syncing.") : [
+        h("p", { class: "muted" }, "Their data has stopped arriving: the syncs fail, the "
+          + `platform wants a person to reconnect, or nothing came for over ${STALE_DAYS} days `
+          + `up to ${day(today)} (a connection paused on purpose is not counted). `
+          + `Spend is in ${currency}, from the cost entries each brought in.`,
+          spend.complete ? "" : ` Only the first ${spend.read * 500} cost entries were read: `
+            + "the figures are of those."),
         h("ul", { class: "attention" }, attention.map((row) => h("li", { "data-integration": row.id },
           h("strong", {}, name(row)), h("span", { class: "muted" }, " · ", h("bdi", {}, row.platform)),
-          h("p", {}, row.reauth_required_at
-            ? `The platform refused the grant on ${day(row.reauth_required_at)}: a person must reconnect it.`
-            : `Syncs are failing (last sync: ${row.last_sync_status || "unknown"}).`),
-          h("p", { class: "muted" }, `Status ${row.status} · data last arrived ${day(row.last_synced_at)}`))))));
+          h("p", {}, attentionReason(row, today)),
+          carried(row),
+          h("p", { class: "muted" }, `Status ${row.status} · data last arrived ${day(row.last_synced_at)}`)))),
+        attention.length > 1 ? h("p", { class: "together" }, `Together they carried${partly} `,
+          money(together, currency, "cost_entries.account_amount_cents", "attention"), ".") : null,
+      ]));
     view.append(section(`Other connections (${others.length})`, {},
       table(null, ["Connection", "Platform", "Status", "Data last arrived"],
         others.map((row) => h("tr", { "data-integration": row.id },
@@ -731,11 +891,15 @@
     destroyCharts();
     document.getElementById("view").replaceChildren(view);
     for (const draw of draws) draw();
+    markScrollable();
     document.body.dataset.state = "ready";
   }
 
   function start() {
     takeTokenFromFragment();
+    window.addEventListener("resize", markScrollable);
+    // A <details> opened shows its table: toggle does not bubble, so it is caught on the way down.
+    document.addEventListener("toggle", markScrollable, true);
     document.getElementById("signin-form").addEventListener("submit", (event) => {
       event.preventDefault();
       const given = document.getElementById("token").value.trim();
