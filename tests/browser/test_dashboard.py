@@ -216,6 +216,32 @@ def breakdown_figures(served: Served, by: str, **scope: Any) -> Figures:
     }
 
 
+AWAITING = ("draft", "calculated", "reviewed")
+
+
+def awaiting_value(served: Served, window: str, initiative_id: int | None = None) -> str:
+    """Value entries not yet approved (SPEC 3) dated in the window, summed here from the
+    entries themselves: the portfolio's (samples left out, SEMANTICS R7) or one initiative's."""
+    period = served.api("/roi", window=window)["period"]
+    samples = {row["id"] for row in served.rows("/initiatives", include_sample="true")} - {
+        row["id"] for row in served.rows("/initiatives")
+    }
+    total = 0
+    for status in AWAITING:
+        for entry in served.rows("/value_entries", status=status):
+            mine = (
+                entry["initiative_id"] == initiative_id
+                if initiative_id is not None
+                else entry["initiative_id"] not in samples
+            )
+            dated = (
+                "from" not in period or period["from"] <= entry["reported_on"] <= period["through"]
+            )
+            if mine and dated:
+                total += entry["account_amount_cents"] or 0
+    return str(total)
+
+
 def shown(watch: Watched, window: str, within: str = "") -> Figures:
     figures: Figures = {}
     for item in watch.page.eval_on_selector_all(f"{within} [data-cents]", SHOWN_FIGURES):
@@ -315,6 +341,8 @@ def test_every_portfolio_figure_is_the_apis(watched: Watched, served: Served) ->
             **breakdown_figures(served, by, window=window),
             **breakdown_figures(served, "initiative", window=window),
             **breakdown_figures(served, "vendor", window=window),
+            # SEMANTICS R37 by=value_status: the value still in review, apart from approved.
+            ("value_status.awaiting", None): awaiting_value(served, window),
         }
         figures = shown(watched, window, "[data-view=portfolio]")
         # Every figure shown is the API's, and every one of the API's is shown.
@@ -330,6 +358,16 @@ def amount(text: str) -> int:
     """The cents of an amount as the page shows it ("$1,234.05", "-$0.39")."""
     match = re.fullmatch(r"([-\u2212]?)\$([\d,]+)\.(\d\d)", text.strip())
     assert match, f"{text!r} is not an amount to the cent"
+    cents = int(match.group(2).replace(",", "")) * 100 + int(match.group(3))
+    return -cents if match.group(1) else cents
+
+
+def shown_cents(text: str) -> int | None:
+    """The cents of an amount in any currency as the page shows it ("€1,234.05",
+    "-$0.39"); None for a cell without one ("—")."""
+    match = re.fullmatch(r"([-\u2212]?)[^\d\s-]*([\d,]+)\.(\d\d)", text.strip())
+    if match is None:
+        return None
     cents = int(match.group(2).replace(",", "")) * 100 + int(match.group(3))
     return -cents if match.group(1) else cents
 
@@ -460,17 +498,41 @@ def test_an_initiative_shows_its_case_budget_burn_and_decisions(
     initiative = served.api(f"/initiatives/{chosen}")
     assert page.locator("#view h1").text_content() == initiative["title"]
     figures = {(item["figure"], item["key"]): item for item in watched.figures()}
-    # The business case, as the initiative's row has it.
-    for name in (
-        "expected_capex_cents",
-        "expected_opex_cents",
-        "expected_cost_savings_cents",
-        "expected_revenue_uplift_cents",
-    ):
-        if initiative[name] is None:
-            assert (f"initiative.{name}", None) not in figures
-        else:
-            assert figures[(f"initiative.{name}", None)]["cents"] == str(initiative[name])
+    # The business case against actuals, as its GET /business_cases row has it (R43-R45).
+    (case,) = served.rows("/business_cases", initiative_id=chosen, include_sample="true")
+    assert case["has_business_case"]
+    case_shown = {k[0]: v for k, v in figures.items() if k[0].startswith("business_cases.")}
+    assert len(case_shown) == 12
+    for figure, item in case_shown.items():
+        assert item["cents"] == str(case[figure.removeprefix("business_cases.")]), figure
+    for name in ("expected_cost_savings_cents", "expected_revenue_uplift_cents"):
+        assert figures[(f"initiative.{name}", None)]["cents"] == str(initiative[name] or 0)
+    # As shown, the plan and the actuals each add up: capex + opex = cost, value - cost = net.
+    block = "section[data-plan=case]"
+    table_rows = [
+        [shown_cents(text) for text in row]
+        for row in page.eval_on_selector_all(
+            f"{block} tbody tr",
+            "rows => rows.map(r => [...r.querySelectorAll('td')].map(c => c.innerText))",
+        )
+    ]
+    capex, opex, cost, value, net = table_rows[:5]
+    for column in (0, 2):
+        assert capex[column] + opex[column] == cost[column]
+        assert value[column] - cost[column] == net[column]
+    ratio = page.inner_text(f"{block} [data-figure='business_cases.value_realization_ratio']")
+    expected_ratio = Decimal(str(case["value_realization_ratio"])) * 100
+    assert f"{expected_ratio.quantize(Decimal('0.1'), rounding=ROUND_HALF_UP)}%" in ratio
+    payback = page.inner_text(f"{block} [data-figure='business_cases.payback_month']")
+    if case["payback_month"] is None:
+        assert payback.startswith("Not paid back")
+    else:
+        paid = date.fromisoformat(case["payback_month"])
+        assert payback.startswith(f"Paid back in {paid:%B} {paid.year}")
+    # The value still in review over the window, apart from the approved value.
+    assert figures[("value_status.awaiting", None)]["cents"] == awaiting_value(
+        served, "1yr", chosen
+    )
     # Against the actuals of the portfolio's window: the last year, by default.
     roi = served.api("/roi", initiative_id=chosen, window="1yr")
     for key, cents in roi_figures(roi).items():
@@ -483,6 +545,14 @@ def test_an_initiative_shows_its_case_budget_burn_and_decisions(
     for figure, item in budget_shown.items():
         assert item["cents"] == str(budget[figure.removeprefix("budgets.")]), figure
     assert page.get_attribute(".badge[data-status]", "data-status") == budget["status"]
+    # Where the fiscal year lands at this pace (SEMANTICS R46), over or under by how much.
+    projected = page.get_attribute("[data-projection]", "data-projection")
+    assert projected == (budget["projected_fiscal_year_status"] or "none")
+    variance = budget["projected_fiscal_year_variance_cents"]
+    if variance:
+        words = page.inner_text("[data-projection]")
+        assert words.endswith(" over." if variance < 0 else " under."), words
+        assert figures[("projection.gap", None)]["cents"] == str(abs(variance))
     # Its monthly burn over the last year, month by month, and the chart drawn from it.
     months = breakdown_figures(served, "month", initiative_id=chosen, window="1yr")
     burn = {k: v for k, v in figures.items() if k[0].startswith("breakdown.month.")}
@@ -554,8 +624,8 @@ def test_an_initiative_is_shown_over_the_window_chosen_and_says_which(
         if window != "all":
             words += f" ({long_day(period['from'])} – {long_day(period['through'])})"
         assert page.inner_text("#view .view-head [data-window]") == f"Actual figures: {words}"
-        case = page.inner_text("section[aria-labelledby=s-business-case-against-actuals]")
-        assert words in case and f"Actual, {period['label'].lower()}" in case
+        actual = page.inner_text(f"[data-view=initiative] section[data-window='{window}']")
+        assert words in actual and f"Actual figures, {period['label'].lower()}" in actual
     # The portfolio keeps the window chosen last.
     page.click("#nav a:text-is('Portfolio')")
     wait_for(watched, ".cards[data-window='1yr']")

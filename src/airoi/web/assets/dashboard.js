@@ -377,13 +377,15 @@
 
   async function portfolio(view, draws) {
     const windowName = state.window;
-    const [roi, periods, byInitiative, byVendor, initiatives, integrations] = await Promise.all([
+    const [roi, periods, byInitiative, byVendor, initiatives, integrations, statuses] =
+      await Promise.all([
       api("/roi", { window: windowName }),
       listAll("/roi/breakdown", { by: state.by, window: windowName }),
       listAll("/roi/breakdown", { by: "initiative", window: windowName }),
       listAll("/roi/breakdown", { by: "vendor", window: windowName }),
       initiativesById(),
       listAll("/integrations"),
+      listAll("/roi/breakdown", { by: "value_status", window: windowName }),
     ]);
     const currency = roi.currency;
     const today = roi.period.through || (await account()).today;
@@ -403,7 +405,9 @@
       class: "cards", "aria-label": "ROI summary", "data-window": windowName,
     },
     card("Approved value", money(roi.approved_value_cents, currency, "roi.approved_value_cents"),
-      "approved value entries only"),
+      h("span", {}, "approved entries only; ",
+        money(awaitingApproval(statuses.data), currency, "value_status.awaiting"),
+        " more awaiting approval")),
     card("Total cost", money(total, currency, "roi.total_cost_cents")),
     card("Net value", money(roi.net_value_cents, currency, "roi.net_value_cents")),
     card("ROI", h("span", { "data-figure": "roi.roi" }, percent(roi.roi)),
@@ -497,12 +501,14 @@
   async function initiativeView(view, id, draws) {
     // The portfolio's window: an initiative opened from it is shown over the same span.
     const windowName = state.window;
-    const [initiative, roi, budgets, decisions, months] = await Promise.all([
+    const [initiative, roi, budgets, decisions, months, cases, statuses] = await Promise.all([
       api(`/initiatives/${id}`),
       api("/roi", { initiative_id: id, window: windowName }),
       api("/budgets", { initiative_id: id, include_sample: true }),
       listAll("/decisions", { initiative_id: id }),
       listAll("/roi/breakdown", { by: "month", initiative_id: id, window: "1yr" }),
+      api("/business_cases", { initiative_id: id, include_sample: true }),
+      listAll("/roi/breakdown", { by: "value_status", initiative_id: id, window: windowName }),
     ]);
     const planCurrency = initiative.currency || roi.currency;
     const currency = roi.currency;
@@ -524,32 +530,25 @@
     );
     const about = initiative.description ? h("p", { class: "lead" }, initiative.description) : null;
 
-    const caseBlock = section("Business case against actuals", { "data-window": windowName },
-      h("p", { class: "muted" }, `Plan in ${planCurrency}${horizon ? ` over ${horizon} years` : ""}; `
-        + `actuals in ${currency}, ${windowWords(roi.period)}: approved value entries and all cost.`),
-      table(null, [hidden("Figure"), ["Business case", "num"],
-        [`Actual, ${roi.period.label.toLowerCase()}`, "num"]], [
-        h("tr", {}, h("th", { scope: "row" }, "One-time cost (capex)"),
-          h("td", { class: "num" }, plan("expected_capex_cents")),
-          h("td", { class: "num" }, actual("roi.cost.capex_cents", roi.cost.capex_cents))),
-        h("tr", {}, h("th", { scope: "row" }, "Running cost (opex)"),
-          h("td", { class: "num" }, plan("expected_opex_cents")),
-          h("td", { class: "num" }, actual("roi.cost.opex_cents", roi.cost.opex_cents))),
-        h("tr", {}, h("th", { scope: "row" }, "Total cost"),
-          h("td", { class: "num" }, "—"),
-          h("td", { class: "num" }, actual("roi.total_cost_cents", roi.total_cost_cents))),
-        h("tr", {}, h("th", { scope: "row" }, "Cost savings"),
-          h("td", { class: "num" }, plan("expected_cost_savings_cents")), h("td", { class: "num" }, "—")),
-        h("tr", {}, h("th", { scope: "row" }, "Revenue uplift"),
-          h("td", { class: "num" }, plan("expected_revenue_uplift_cents")), h("td", { class: "num" }, "—")),
-        h("tr", {}, h("th", { scope: "row" }, "Approved value"),
-          h("td", { class: "num" }, "—"),
-          h("td", { class: "num" }, actual("roi.approved_value_cents", roi.approved_value_cents))),
-        h("tr", {}, h("th", { scope: "row" }, "Net value · ROI"),
-          h("td", { class: "num" }, "—"),
-          h("td", { class: "num" }, actual("roi.net_value_cents", roi.net_value_cents),
-            ` · ${percent(roi.roi)}`)),
-      ]));
+    const caseBlock = planBlock(cases.data[0], planCurrency, horizon, plan);
+    const awaiting = awaitingApproval(statuses.data);
+    const actualBlock = section(`Actual figures, ${roi.period.label.toLowerCase()}`,
+      { "data-window": windowName },
+      h("p", { class: "muted" }, `In ${currency}, ${windowWords(roi.period)}: approved value `
+        + "entries and all cost dated in the window."),
+      h("dl", { class: "figures" },
+        h("dt", {}, "One-time cost (capex)"),
+        h("dd", {}, actual("roi.cost.capex_cents", roi.cost.capex_cents)),
+        h("dt", {}, "Running cost (opex)"),
+        h("dd", {}, actual("roi.cost.opex_cents", roi.cost.opex_cents)),
+        h("dt", {}, "Total cost"), h("dd", {}, actual("roi.total_cost_cents", roi.total_cost_cents)),
+        h("dt", {}, "Approved value"),
+        h("dd", {}, actual("roi.approved_value_cents", roi.approved_value_cents)),
+        h("dt", {}, "Net value"), h("dd", {}, actual("roi.net_value_cents", roi.net_value_cents)),
+        h("dt", {}, "ROI"), h("dd", { "data-figure": "roi.roi" }, percent(roi.roi)),
+        h("dt", {}, "Value awaiting approval"),
+        h("dd", {}, money(awaiting, currency, "value_status.awaiting"))),
+      valueStatusDetails(statuses.data, currency));
 
     const row = budgets.data[0];
     let budgetBlock;
@@ -580,6 +579,7 @@
           h("dt", {}, "Monthly rate: budget / actual"),
           h("dd", {}, b("budget_monthly_run_rate_cents"), " / ", b("actual_monthly_run_rate_cents")),
           h("dt", {}, "Spent before the budget"), h("dd", {}, b("spent_before_budget_cents"))),
+        projection(row, bc),
         h("div", { class: "burn", "data-window": "1yr" },
         h("h3", {}, "Monthly burn, last 12 months"),
         row.budgeted && row.currency && row.currency !== currency ? h("p", { class: "muted" },
@@ -611,8 +611,8 @@
               money(decision.net_cents, decision.currency || currency, "decisions.net_cents",
                 decision.id))))));
 
-    view.append(head, about || "", h("div", { class: "two" }, caseBlock, budgetBlock),
-      decisionBlock);
+    view.append(head, about || "", h("div", { class: "two" }, caseBlock, actualBlock),
+      budgetBlock, decisionBlock);
     if (row) {
       // Spend is in the account currency; the budget's rate is drawn beside it only when the
       // budget is kept in that currency too.
@@ -627,6 +627,99 @@
           values: months.data.map(() => rate) },
       ].filter(Boolean), currency);
     }
+  }
+
+  // The business case held against actuals to date (GET /business_cases, SEMANTICS R43-R45),
+  // in the plan's currency: the plan over its horizon, the part due by today, what arrived.
+  function planBlock(row, planCurrency, horizon, plan) {
+    const title = "Business case against actuals";
+    if (!row || !row.has_business_case) {
+      return section(title, { "data-plan": "none" },
+        h("p", { class: "muted" }, "No business case: no expected capex, opex, savings or "
+          + "revenue uplift is recorded, so there is nothing to hold the actuals against."),
+        row ? h("p", {}, "Cost to date ", money(row.cost_to_date_cents, row.currency,
+          "business_cases.cost_to_date_cents"), " · approved value to date ",
+        money(row.approved_value_to_date_cents, row.currency,
+          "business_cases.approved_value_to_date_cents")) : null);
+    }
+    const c = row.currency || planCurrency;
+    const f = (field) => money(row[field], c, `business_cases.${field}`);
+    const figureRow = (label, planned, due, actualCell) => h("tr", {},
+      h("th", { scope: "row" }, label), h("td", { class: "num" }, planned),
+      h("td", { class: "num" }, due), h("td", { class: "num" }, actualCell));
+    const none = () => h("span", { class: "none" }, "—");
+    const started = row.plan_started_on
+      ? `The plan started in ${monthWords(row.plan_started_on)}: ${row.months_elapsed} of `
+        + `${horizon ? horizon * 12 : "?"} months elapsed.`
+      : "The initiative has not gone live, so no part of the plan is due yet.";
+    const realized = row.value_realization_ratio === null ? null
+      : h("p", { "data-figure": "business_cases.value_realization_ratio" },
+        `Value realized: ${percent(row.value_realization_ratio)} of the value due by now.`);
+    const payback = h("p", { "data-figure": "business_cases.payback_month" },
+      row.payback_month ? `Paid back in ${monthWords(row.payback_month)}: the cumulative net `
+        + "has stayed at or above zero since." : "Not paid back: the cumulative net to date is "
+        + "below zero, or there is no cost yet.");
+    return section(title, { "data-plan": "case" },
+      h("p", { class: "muted" }, `In ${c}, as of ${day(row.as_of)}. The plan's totals cover `
+        + `${horizon ? `${horizon} years` : "an unstated horizon"}; "due by now" is their share `
+        + "for the months elapsed (capex at once); actuals are every entry dated to date."),
+      table(null, [hidden("Figure"), ["Plan", "num"], ["Due by now", "num"],
+        ["Actual to date", "num"]], [
+        figureRow("One-time cost (capex)", f("planned_capex_cents"), none(), f("capex_to_date_cents")),
+        figureRow("Running cost (opex)", f("planned_opex_cents"), none(), f("opex_to_date_cents")),
+        figureRow("Total cost", f("planned_cost_cents"), f("planned_cost_to_date_cents"),
+          f("cost_to_date_cents")),
+        figureRow("Value (savings + uplift; approved)", f("planned_value_cents"),
+          f("planned_value_to_date_cents"), f("approved_value_to_date_cents")),
+        figureRow("Net value", f("planned_net_value_cents"), none(), f("net_value_to_date_cents")),
+        figureRow("ROI", h("span", { "data-figure": "business_cases.planned_roi" },
+          percent(row.planned_roi)), none(),
+        h("span", { "data-figure": "business_cases.roi_to_date" }, percent(row.roi_to_date))),
+      ]),
+      h("p", { class: "muted" }, "Savings ", plan("expected_cost_savings_cents"),
+        " + revenue uplift ", plan("expected_revenue_uplift_cents"), " in the plan."),
+      h("p", {}, started), realized, payback);
+  }
+
+  function monthWords(text) {
+    return new Intl.DateTimeFormat(undefined, { month: "long", year: "numeric", timeZone: "UTC" })
+      .format(new Date(`${text}T00:00:00Z`));
+  }
+
+  // Value entries not yet approved (SPEC 3: draft, calculated, reviewed): on their way into
+  // the approved value, from GET /roi/breakdown?by=value_status.
+  const AWAITING = ["draft", "calculated", "reviewed"];
+
+  function awaitingApproval(rows) {
+    return rows.filter((row) => AWAITING.includes(row.key))
+      .reduce((sum, row) => sum + BigInt(row.value_cents), 0n).toString();
+  }
+
+  function valueStatusDetails(rows, currency) {
+    return h("details", {}, h("summary", {}, "Value entries by status"),
+      table(null, ["Status", ["Value", "num"]], rows.map((row) => h("tr", {},
+        h("th", { scope: "row" }, row.label),
+        h("td", { class: "num" }, money(row.value_cents, currency, "breakdown.value_status.value_cents",
+          row.key))))));
+  }
+
+  // Where the fiscal year lands at the actual monthly rate (SEMANTICS R46).
+  function projection(row, currency) {
+    if (!row.budgeted) return null;
+    if (row.projected_opex_fiscal_year_cents === null) {
+      return h("p", { class: "muted", "data-projection": "none" }, "No fiscal-year projection "
+        + "until the budget has a complete month of spend.");
+    }
+    const variance = BigInt(row.projected_fiscal_year_variance_cents);
+    const gap = money((variance < 0n ? -variance : variance).toString(), currency,
+      "projection.gap");
+    return h("p", { "data-projection": row.projected_fiscal_year_status },
+      "At this pace the fiscal year's opex comes to ",
+      money(row.projected_opex_fiscal_year_cents, currency, "budgets.projected_opex_fiscal_year_cents"),
+      " against a budget of ",
+      money(row.opex_budget_fiscal_year_cents, currency, "budgets.opex_budget_fiscal_year_cents"),
+      variance < 0n ? [": it ends ", gap, " over."] : variance > 0n ? [": it ends ", gap, " under."]
+        : ": it ends on budget.");
   }
 
   function statusBadge(status, overParts) {
