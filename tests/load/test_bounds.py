@@ -140,3 +140,40 @@ def test_a_budgeted_rows_projection_is_bounded(engine: Engine) -> None:
     # has no projection: its spend alone is bounded, as the test above with 2**63 - 1 shows).
     bundle["cost_entries"] = entries(7 * 10**17)
     assert load_bundle(engine, bundle).inserted["cost_entries"] == 1
+
+
+def _business_case_refusal(currency: str) -> str:
+    return (
+        f"initiatives[id=5]: a figure of its business case in {currency} (its expected_* "
+        "amounts together, or its cost and value entries together) could pass "
+        f"{MAX:,} cents, more than a 64-bit integer holds (SEMANTICS R38)"
+    )
+
+
+def test_a_business_case_whose_planned_cost_could_pass_64_bits_is_refused(
+    engine: Engine,
+) -> None:
+    # SEMANTICS R38, R43: planned cost = capex + opex = 2**62 + 2**62 = 2**63.
+    bundle = account(expected_capex_cents=2**62, expected_opex_cents=2**62)
+    assert refused(engine, bundle) == [_business_case_refusal("USD")]
+    # 2**62 + 2**62 - 1 = 2**63 - 1 fits; so does any planned net made of the same amounts.
+    bundle = account(expected_capex_cents=2**62, expected_opex_cents=2**62 - 1)
+    assert load_bundle(engine, bundle).inserted["initiatives"] == 1
+
+
+def test_a_business_cases_actuals_are_bounded_in_its_currency(engine: Engine) -> None:
+    # SEMANTICS R38, R44: in JPY at 0.0066 USD per JPY, 6 * 10**16 USD cents of value is
+    # 9.09 * 10**18 JPY cents and 10**15 of cost 1.5 * 10**17: each fits, but net value to
+    # date spans both, 9.24 * 10**18 > 2**63 - 1 (9.22 * 10**18). The account's USD sums and
+    # the budget row (cost alone) fit.
+    fx = [{"account_id": 1, "currency": "JPY", "rate": "0.0066", "effective_from": "2020-01-01"}]
+    value = entries(6 * 10**16, first_id=200, status="approved")
+    bundle = {
+        **account(currency="JPY"),
+        "fx_rates": fx,
+        "cost_entries": entries(10**15),
+        "value_entries": value,
+    }
+    assert refused(engine, bundle) == [_business_case_refusal("JPY")]
+    bundle = {**account(currency="JPY"), "fx_rates": fx, "value_entries": value}
+    assert load_bundle(engine, bundle).inserted["value_entries"] == 1

@@ -27,7 +27,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Final
 
-from sqlalchemy import Column, Connection, Numeric, cast, func, select
+from sqlalchemy import Column, Connection, Numeric, Table, cast, func, select
 from sqlalchemy.exc import OperationalError
 
 from airoi.db import tables
@@ -118,7 +118,7 @@ def _budget_rows(conn: Connection, accounts: list[int]) -> list[str]:
     spend = _spend_in_account_currency(conn, accounts)
     spend.update(_spend_converted(conn, accounts, foreign, currency))
     budget = _budget_bounds(conn, accounts)
-    return [
+    problems = [
         _too_large(
             f"initiatives[id={initiative_id}]",
             f"a figure of its budget row in {currency[initiative_id]} (its cost entries in "
@@ -128,6 +128,44 @@ def _budget_rows(conn: Connection, accounts: list[int]) -> list[str]:
         for initiative_id in sorted(currency)
         if _row_bound(spend.get(initiative_id, 0), budget.get(initiative_id)) > MAX_CENTS
     ]
+    # A business-case row (R43-R45): its plan's figures are sums and differences of its four
+    # expected_* amounts; its actuals of its cost and value entries in its currency.
+    listed = {problem.split(":", 1)[0] for problem in problems}
+    value = _spend_in_account_currency(conn, accounts, tables.value_entries)
+    value.update(_spend_converted(conn, accounts, foreign, currency, tables.value_entries))
+    plans = _plan_bounds(conn, accounts)
+    problems += [
+        _too_large(
+            f"initiatives[id={initiative_id}]",
+            f"a figure of its business case in {currency[initiative_id]} (its expected_* "
+            "amounts together, or its cost and value entries together)",
+        )
+        for initiative_id in sorted(currency)
+        if f"initiatives[id={initiative_id}]" not in listed
+        and max(
+            plans.get(initiative_id, 0),
+            spend.get(initiative_id, 0) + value.get(initiative_id, 0),
+        )
+        > MAX_CENTS
+    ]
+    return problems
+
+
+def _plan_bounds(conn: Connection, accounts: list[int]) -> dict[int, int]:
+    """Per initiative, Σ|expected_*|: no planned figure (R43, R44) passes it."""
+    initiatives = tables.initiatives
+    amounts = (
+        initiatives.c.expected_capex_cents,
+        initiatives.c.expected_opex_cents,
+        initiatives.c.expected_cost_savings_cents,
+        initiatives.c.expected_revenue_uplift_cents,
+    )
+    return {
+        initiative_id: sum(abs(amount or 0) for amount in row)
+        for initiative_id, *row in conn.execute(
+            select(initiatives.c.id, *amounts).where(initiatives.c.account_id.in_(accounts))
+        )
+    }
 
 
 # The fiscal-year projection (R46): the year's opex so far and at most 11 months at the run
@@ -143,10 +181,12 @@ def _row_bound(spend: int, budget: int | None) -> int:
     return _PROJECTED_SPENDS * spend + budget
 
 
-def _spend_in_account_currency(conn: Connection, accounts: list[int]) -> dict[int, int]:
-    """Per initiative, Σ|account_amount_cents| of its cost entries: what a budget row in the
-    account currency adds. No more than its account's, which fits."""
-    entries, initiatives = tables.cost_entries, tables.initiatives
+def _spend_in_account_currency(
+    conn: Connection, accounts: list[int], entries: Table = tables.cost_entries
+) -> dict[int, int]:
+    """Per initiative, Σ|account_amount_cents| of its cost entries (or of `entries`): what a
+    budget row in the account currency adds. No more than its account's, which fits."""
+    initiatives = tables.initiatives
     # By initiative id, so the budget sums' covering index serves it in order.
     theirs = select(initiatives.c.id).where(initiatives.c.account_id.in_(accounts))
     query = (
@@ -158,14 +198,18 @@ def _spend_in_account_currency(conn: Connection, accounts: list[int]) -> dict[in
 
 
 def _spend_converted(
-    conn: Connection, accounts: list[int], foreign: set[int], currency: dict[int, str]
+    conn: Connection,
+    accounts: list[int],
+    foreign: set[int],
+    currency: dict[int, str],
+    entries: Table = tables.cost_entries,
 ) -> dict[int, int]:
     """Per initiative kept in another currency than its account's, a bound on Σ|cost entry
-    converted into it|: each currency's magnitude at the largest rate(entry's currency) /
-    rate(row's) any day could apply (R5), and half a cent of rounding an entry."""
+    (or entry of `entries`) converted into it|: each currency's magnitude at the largest
+    rate(entry's currency) / rate(row's) any day could apply (R5), and half a cent of
+    rounding an entry."""
     if not foreign:
         return {}
-    entries = tables.cost_entries
     rates = _rate_ranges(conn, accounts)
     account_currency = dict(
         conn.execute(
