@@ -315,7 +315,8 @@ def test_connections_article() -> None:
 def test_articles_claim_only_served_paths() -> None:
     served = {
         "/openapi.json", "/roi", "/initiatives", "/cost_entries", "/value_entries", "/metrics",
-        "/observations", "/budgets", "/decisions", "/integrations", "/mcp", "/api/v1",
+        "/observations", "/budgets", "/business_cases", "/decisions", "/integrations", "/mcp",
+        "/api/v1",
     }  # fmt: skip
     for a in help_articles():
         for path in re.findall(r"`(?:GET )?(/[a-z_./0-9]+)", a.body):

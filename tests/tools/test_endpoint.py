@@ -26,11 +26,17 @@ SPEC_TOOLS = {
     "get_help_article",
     "get_platform_setup_guide",
 }
-TOOLS = SPEC_TOOLS | {"get_roi_breakdown", "list_decisions", "list_metric_readings"}
+TOOLS = SPEC_TOOLS | {
+    "get_roi_breakdown",
+    "get_business_cases",
+    "list_decisions",
+    "list_metric_readings",
+}
 LIST_TOOLS = (
     "list_initiatives",
     "list_integrations",
     "get_roi_breakdown",
+    "get_business_cases",
     "list_decisions",
     "list_metric_readings",
 )

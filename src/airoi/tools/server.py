@@ -91,7 +91,7 @@ READ_ONLY = ToolAnnotations(
 INSTRUCTIONS = (
     "Read-only tools over one account's AI initiatives: ROI, initiatives with budgets and "
     "spend, ROI split by initiative, month, quarter, cost type, vendor or value status, "
-    "portfolio decisions, "
+    "business cases against actuals (value due by now, payback), portfolio decisions, "
     "metric readings, connections, help articles and platform setup guides. Amounts are "
     "integer cents with their currency beside them. Use search to find ids and page URLs; a "
     "list returns next_cursor while more follow: pass it back as cursor."
