@@ -32,6 +32,7 @@ def test_the_table_is_derived_from_the_served_description(api: Client) -> None:
     assert render(derived) == Path(column_types.__file__).read_text(), REGENERATE
     assert set(COLUMNS) == {
         "budgets",
+        "business_cases",
         "cost_entries",
         "decisions",
         "deletions",

@@ -40,6 +40,7 @@ def every_call(world: World) -> list[tuple[str, dict[str, Any]]]:
         ("list_integrations", {}),
         ("get_help_article", {"id": 5}),
         ("get_platform_setup_guide", {"platform": "zendesk"}),
+        ("get_business_cases", {}),
         ("list_decisions", {}),
         ("list_metric_readings", {}),
     ]
@@ -82,6 +83,18 @@ def test_the_breakdown_and_list_lines(served: Served, world: World) -> None:
     # draft 777_777 + reviewed 888_888 + approved 300_000 + 50_000 + 20_000 = 2_036_665.
     statuses, _ = texts(served, world.token_a, "get_roi_breakdown", {"by": "value_status"})
     assert statuses == "ROI All time by value_status: 6 rows on this page, value $20,366.65."
+    # The business cases' line counts what the endpoint's rows say (SEMANTICS R43-R45).
+    rows = served.api(world.token_a, "/business_cases")["data"]
+    cased = [row for row in rows if row["has_business_case"]]
+    behind = [row for row in cased if (row["value_realization_ratio"] or 1) < 1]
+    paid = [row for row in rows if row["payback_month"]]
+    assert rows and cased
+    cases, _ = texts(served, world.token_a, "get_business_cases", {})
+    assert cases == (
+        f"{len(rows)} initiatives on this page, {len(cased)} with a business case"
+        + (f", {len(behind)} with less value realized than due by now" if behind else "")
+        + f", {len(paid)} paid back."
+    )
     first, _ = texts(served, world.token_a, "list_initiatives", {"limit": 3})
     assert (
         first
