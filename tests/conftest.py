@@ -126,9 +126,12 @@ def _empty(engine: Engine) -> None:
 
 
 # The modules whose tests start something outside this process (a fuzzer, a code generator,
-# a browser, an install, `airoi serve` with workers, npm tools), longest first. They run
-# before the rest, so each worker starts its longest tests while the short ones can still
-# fill the gaps behind them, and the run does not end waiting on one of these.
+# a browser, an install, `airoi serve` with workers, npm tools), longest first. They are
+# scheduled first, so the run never ends waiting on one of them. scripts/test hands tests
+# out with xdist's `worksteal`: each worker starts on its half, and one that runs out takes
+# tests from the end of another's. Under its default (`load`) the short tests queued behind
+# the slow ones on the first worker waited for them while the other worker idled at the
+# end: a run took 20 minutes instead of 13.
 SLOW_EXTERNALS = (
     "test_schemathesis.py",
     "test_generated_clients.py",
@@ -146,12 +149,12 @@ SLOW_EXTERNALS = (
 )
 _TESTS = Path(__file__).parent
 assert all((_TESTS / name).is_file() for name in SLOW_EXTERNALS), "a slow module was moved"
+_SLOW_RANK = {str(_TESTS / name): place for place, name in enumerate(SLOW_EXTERNALS)}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow externals first, in SLOW_EXTERNALS' order; the rest keep theirs."""
-    rank = {str(_TESTS / name): place for place, name in enumerate(SLOW_EXTERNALS)}
-    items.sort(key=lambda item: rank.get(str(item.path), len(rank)))
+    items.sort(key=lambda item: _SLOW_RANK.get(str(item.path), len(_SLOW_RANK)))
 
 
 # Every store a test of `db_url` runs on, unless it is `store_independent` (see above).

@@ -115,15 +115,23 @@ def kept(client: Client, secret: str, lookups: list[str]) -> None:
 
     On PostgreSQL the notification of the change that made the token (its INSERT) may be
     taken in after the first of the two requests, and rightly drop the row it kept; so the
-    pair is asked again until it holds, for at most the cache's second."""
+    pair is asked again until it holds, for at most the cache's second. A pair that itself
+    took the cache's second or more (a busy machine) proves nothing either way and is asked
+    again, at most five times."""
     listening(client)
     start = time.monotonic()
+    slow = 0
     while True:
+        pair = time.monotonic()
         assert client.get(PATH, headers=bearer(secret)).status_code == 200
         before = len(lookups)
         assert client.get(PATH, headers=bearer(secret)).status_code == 200
         if len(lookups) == before:
             return
+        if time.monotonic() - pair >= TOKEN_CACHE_S and slow < 5:
+            slow += 1
+            start = time.monotonic()
+            continue
         assert client.app.state.engine.dialect.name == "postgresql", "looked up again"
         assert time.monotonic() - start < TOKEN_CACHE_S, "not kept for a second"
         time.sleep(POLL_S)
