@@ -8,7 +8,7 @@ of cents, a share of the plan is computed as an exact fraction and rounded half 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
@@ -193,9 +193,3 @@ def _plan_to_date(
         return 0, 0
     share = Fraction(elapsed, 12 * years)
     return half_even(value * share), half_even(capex + opex * share)
-
-
-def first_month(days: Iterable[date]) -> date | None:
-    """The month of the earliest of `days`, None when there is none."""
-    earliest = min(days, default=None)
-    return None if earliest is None else month_of(earliest)
